@@ -1,0 +1,61 @@
+#include "saddlescope/base/process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+extern char** environ;
+
+namespace saddlescope {
+
+Status run_process(const std::vector<std::string>& argv, const std::string& cwd) {
+  SADDLESCOPE_CHECK(!argv.empty());
+  std::string command;
+  for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
+
+  char err_path[] = "/tmp/saddlescope-stderr-XXXXXX";
+  int err_fd = mkstemp(err_path);
+  if (err_fd < 0) return Status::Error("cannot create a temporary file to run '" + command + "'");
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  // posix_spawn has no portable chdir action before glibc 2.29's addchdir_np, which Debian 12 has.
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(err_fd);
+  Status result;
+  if (rc != 0) {
+    result = Status::Error("cannot run '" + command + "': " + std::strerror(rc));
+  } else {
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+      std::ifstream in(err_path);
+      std::string line, last;
+      while (std::getline(in, line))
+        if (!line.empty()) last = line;
+      std::string how = WIFEXITED(wstatus) ? "exited with status " + std::to_string(WEXITSTATUS(wstatus))
+                                           : "was killed by signal " + std::to_string(WTERMSIG(wstatus));
+      result = Status::Error("'" + command + "' " + how + (last.empty() ? "" : ": " + last));
+    }
+  }
+  std::remove(err_path);
+  return result;
+}
+
+}  // namespace saddlescope

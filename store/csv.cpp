@@ -1,0 +1,65 @@
+#include "saddlescope/store/csv.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace saddlescope::store {
+
+std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+CsvWriter::CsvWriter(std::string path, std::FILE* f, size_t columns)
+    : path_(std::move(path)), file_(f, &std::fclose), columns_(columns) {}
+
+Result<CsvWriter> CsvWriter::create(const std::string& path, const std::vector<std::string>& columns) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status::Error(path + ": cannot create: " + std::strerror(errno));
+  for (size_t i = 0; i < columns.size(); ++i)
+    std::fprintf(f, "%s%s", i ? "," : "", columns[i].c_str());
+  std::fputc('\n', f);
+  return CsvWriter(path, f, columns.size());
+}
+
+void CsvWriter::sep() {
+  SADDLESCOPE_CHECK(in_row_ < columns_);
+  if (in_row_++ > 0) std::fputc(',', file_.get());
+}
+
+CsvWriter& CsvWriter::add(int64_t v) {
+  sep();
+  std::fprintf(file_.get(), "%lld", static_cast<long long>(v));
+  return *this;
+}
+
+CsvWriter& CsvWriter::add(double v) {
+  sep();
+  std::fputs(format_double(v).c_str(), file_.get());
+  return *this;
+}
+
+CsvWriter& CsvWriter::add(const std::string& v) {
+  SADDLESCOPE_CHECK(v.find_first_of(",\"\n") == std::string::npos);
+  sep();
+  std::fputs(v.c_str(), file_.get());
+  return *this;
+}
+
+void CsvWriter::end_row() {
+  SADDLESCOPE_CHECK(in_row_ == columns_);
+  std::fputc('\n', file_.get());
+  in_row_ = 0;
+}
+
+Status CsvWriter::flush() {
+  if (std::fflush(file_.get()) != 0 || std::ferror(file_.get()))
+    return Status::Error(path_ + ": write failed: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+}  // namespace saddlescope::store

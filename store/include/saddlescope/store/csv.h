@@ -1,0 +1,44 @@
+// Append-only CSV tables of the run store (metrics.csv, later curvature.csv, ops.csv).
+//
+// Numbers are written so that reading them back gives the same bits: integers exactly, doubles in the
+// shortest decimal that round-trips ("0.1", "1e-05"), non-finite values as nan/inf/-inf (pandas reads
+// them). Equal files therefore mean bitwise-equal values.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "saddlescope/base/status.h"
+
+namespace saddlescope::store {
+
+class CsvWriter {
+ public:
+  // Creates (truncates) `path` and writes the header line. An error names the path.
+  static Result<CsvWriter> create(const std::string& path, const std::vector<std::string>& columns);
+
+  CsvWriter& add(int64_t v);
+  CsvWriter& add(double v);
+  CsvWriter& add(const std::string& v);  // REQUIRES: no comma, quote or newline in v
+  // Ends the row. REQUIRES: exactly one value was added per column.
+  void end_row();
+  // Pushes buffered rows to the file so that a reader (or a crash) sees them.
+  Status flush();
+
+ private:
+  CsvWriter(std::string path, std::FILE* f, size_t columns);
+  void sep();
+
+  std::string path_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
+  size_t columns_;
+  size_t in_row_ = 0;
+};
+
+// The shortest decimal that reads back as exactly `v`.
+std::string format_double(double v);
+
+}  // namespace saddlescope::store

@@ -1,0 +1,55 @@
+#include "saddlescope/trainer/autoencoder.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+namespace saddlescope::trainer {
+namespace {
+
+// A ModuleList whose children are named fc1, fc2, ... (ModuleList would name them 0, 1, ...).
+class Stack : public torch::nn::Module {
+ public:
+  explicit Stack(const std::vector<int64_t>& widths) {
+    for (size_t i = 0; i + 1 < widths.size(); ++i)
+      layers.push_back(register_module("fc" + std::to_string(i + 1),
+                                       torch::nn::Linear(widths[i], widths[i + 1])));
+  }
+  std::vector<torch::nn::Linear> layers;
+};
+
+}  // namespace
+
+AutoencoderImpl::AutoencoderImpl(int64_t features, const std::vector<int64_t>& hidden) {
+  std::vector<int64_t> widths = {features};
+  widths.insert(widths.end(), hidden.begin(), hidden.end());
+  std::vector<int64_t> back(widths.rbegin(), widths.rend());
+  auto enc = std::make_shared<Stack>(widths);
+  auto dec = std::make_shared<Stack>(back);
+  register_module("encoder", enc);
+  register_module("decoder", dec);
+  encoder_ = enc->layers;
+  decoder_ = dec->layers;
+}
+
+torch::Tensor AutoencoderImpl::forward(torch::Tensor x) {
+  for (auto& layer : encoder_) x = torch::relu(layer->forward(x));
+  size_t n = decoder_.size();
+  for (size_t i = 0; i < n; ++i) {
+    x = decoder_[i]->forward(x);
+    x = i + 1 < n ? torch::relu(x) : torch::sigmoid(x);
+  }
+  return x;
+}
+
+void AutoencoderImpl::reset_parameters(at::Generator& gen) {
+  torch::NoGradGuard no_grad;
+  for (auto* stack : {&encoder_, &decoder_})
+    for (auto& linear : *stack) {
+      double bound = 1.0 / std::sqrt(static_cast<double>(linear->weight.size(1)));
+      linear->weight.uniform_(-bound, bound, gen);
+      linear->bias.uniform_(-bound, bound, gen);
+    }
+}
+
+}  // namespace saddlescope::trainer

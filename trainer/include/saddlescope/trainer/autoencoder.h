@@ -1,0 +1,33 @@
+// The seed study's MLP autoencoder: D -> h1 -> ... -> hk -> ... -> h1 -> D, ReLU between layers,
+// sigmoid output (targets are pixels in [0, 1]). Default 784 -> 256 -> 64 -> 256 -> 784.
+//
+// Stable names (for probes and taps): encoder.fc1..fck, decoder.fc1..fck, in forward order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+namespace saddlescope::trainer {
+
+class AutoencoderImpl : public torch::nn::Module {
+ public:
+  // REQUIRES: features >= 1, hidden non-empty with every width >= 1.
+  AutoencoderImpl(int64_t features, const std::vector<int64_t>& hidden);
+
+  // (batch, features) -> (batch, features), each output in (0, 1).
+  torch::Tensor forward(torch::Tensor x);
+
+  // PyTorch's default Linear initialisation (weights and biases uniform in ±1/sqrt(fan_in)) drawn from
+  // `gen`, so that the weights depend on the seed alone, whatever else used the global generator.
+  // Call on the CPU, before moving the model to a device: then every device starts bit-identical.
+  void reset_parameters(at::Generator& gen);
+
+ private:
+  std::vector<torch::nn::Linear> encoder_, decoder_;  // in forward order
+};
+TORCH_MODULE(Autoencoder);
+
+}  // namespace saddlescope::trainer

@@ -1,0 +1,38 @@
+// One instrumented training run, from a resolved config to a run directory.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "saddlescope/base/status.h"
+
+namespace saddlescope::trainer {
+
+struct RunConfig;
+
+struct TrainOptions {
+  bool replace = false;          // replace an existing run directory of the same config
+  std::FILE* progress = stdout;  // progress bar / lines; nullptr for silence
+};
+
+struct TrainResult {
+  std::string run_dir;
+  std::string status;                       // "completed" or "diverged"
+  int64_t steps_completed = 0;
+  std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite
+  double final_loss = 0;                    // mean training loss over the last log window
+  std::optional<double> eval_mse;           // mean squared error per pixel on the eval split
+  std::optional<double> baseline_mse;       // same, predicting the mean training image
+  std::string eval_split;                   // "test" or "train"
+  double train_s = 0;
+};
+
+// Validates everything (device, data, batch size) before writing anything, then trains and writes
+// <cfg.out>/runs/<run-id>/ (manifest.json, metrics.csv) and refreshes <cfg.out>/catalog.sqlite.
+// A non-finite loss ends the run with status "diverged" (a result, not an error). An error after the
+// run directory exists leaves it with status "failed" and the error in the manifest.
+Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options);
+
+}  // namespace saddlescope::trainer

