@@ -59,10 +59,10 @@ Result<nlohmann::json> read_manifest(const std::string& run_dir) {
   if (m.value("format", "") != kManifestFormat)
     return Status::Error(path + ": not a saddlescope run manifest (format is not '" +
                          std::string(kManifestFormat) + "')");
-  if (!m.contains("format_version") || !m["format_version"].is_number_integer() ||
-      m["format_version"].get<int>() != kManifestVersion)
-    return Status::Error(path + ": manifest format_version is not " +
-                         std::to_string(kManifestVersion) + "; this saddlescope reads only that version");
+  const nlohmann::json& version = m.contains("format_version") ? m["format_version"] : nlohmann::json();
+  if (!version.is_number_integer() || version.get<int>() != kManifestVersion)
+    return Status::Error(path + ": format_version is " + version.dump() + ", this saddlescope reads only " +
+                         std::to_string(kManifestVersion) + " (use the saddlescope that wrote it)");
   return m;
 }
 

@@ -28,6 +28,15 @@ constexpr KnownFile kFiles[] = {
     {"t10k-labels-idx1-ubyte", 10008, "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"},
 };
 
+// True when every file in `dir` is present with its known digest.
+bool cache_verified(const fs::path& dir) {
+  for (const auto& f : kFiles) {
+    auto digest = store::sha256_file((dir / f.name).string());
+    if (!digest || *digest != f.sha256) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string default_data_dir() {
@@ -56,6 +65,10 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
                                 void (*log)(const std::string&)) {
   std::error_code ec;
   fs::path dest = fs::path(data_dir) / "mnist";
+  if (archive.empty() && cache_verified(dest)) {
+    log("already present and verified: " + dest.string());
+    return dest.string();
+  }
   fs::create_directories(data_dir, ec);
   if (ec) return Status::Error(data_dir + ": cannot create: " + ec.message());
   // Work in a staging directory beside the cache, renamed into place only when every file checks out.

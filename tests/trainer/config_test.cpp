@@ -1,0 +1,113 @@
+#include "saddlescope/trainer/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "temp_dir.h"
+
+namespace saddlescope::trainer {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  std::string toml(const std::string& text) { return dir_.write("run.toml", text); }
+  // Expects loading `text` to fail with exactly `message` after "<path>:".
+  void expect_file_error(const std::string& text, const std::string& message) {
+    std::string path = toml(text);
+    ConfigBuilder b;
+    Status s = b.load_toml(path);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.message(), path + ":" + message);
+  }
+  void expect_flag_error(const std::string& key, const std::string& value, const std::string& message) {
+    ConfigBuilder b;
+    Status s = b.set_flag(key, value);
+    ASSERT_FALSE(s.ok()) << key << "=" << value;
+    EXPECT_EQ(s.message(), message);
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(ConfigTest, DefaultsAreResolvedAndWrittenOut) {
+  unsetenv("SADDLESCOPE_DATA_DIR");
+  auto c = ConfigBuilder().resolve();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->model, "autoencoder");
+  EXPECT_EQ(c->hidden, (std::vector<int64_t>{256, 64}));
+  EXPECT_EQ(c->batch_size, 1);
+  EXPECT_DOUBLE_EQ(c->lr, 1e-3);
+  EXPECT_GE(c->threads, 1);
+  EXPECT_EQ(c->data_seed, c->seed);
+  EXPECT_EQ(c->data_dir, "data");
+  nlohmann::json j = c->to_json();
+  for (const auto& key : config_keys()) EXPECT_TRUE(j.contains(key)) << key;
+}
+
+TEST_F(ConfigTest, FileThenFlagsOverride) {
+  ConfigBuilder b;
+  ASSERT_TRUE(b.load_toml(toml("model = \"autoencoder\"\nsteps = 50\nlr = 0.01\nhidden = [32, 8]\n"
+                               "device = \"cuda:1\"\ndata = \"npy:x.npy,y.npy\"\n")).ok());
+  ASSERT_TRUE(b.set_flag("steps", "70").ok());
+  ASSERT_TRUE(b.set_flag("seed", "9").ok());
+  auto c = b.resolve();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->steps, 70);
+  EXPECT_DOUBLE_EQ(c->lr, 0.01);
+  EXPECT_EQ(c->hidden, (std::vector<int64_t>{32, 8}));
+  EXPECT_EQ(c->device, "cuda:1");
+  EXPECT_EQ(c->data_seed, 9);  // follows the seed unless set
+  EXPECT_EQ(c->run_prefix().substr(0, 25), "autoencoder-cuda.1-t" + std::to_string(c->threads) + "-s9");
+}
+
+TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
+  expect_file_error("steps = 10\nbatchsize = 4\n", "2: unknown key 'batchsize'");
+  expect_file_error("lr = -1.0\n", "1: lr must be > 0 and finite, got -1");
+  expect_file_error("\nsteps = 0\n", "2: steps must be >= 1, got 0");
+  expect_file_error("steps = \"many\"\n", "1: steps must be an integer");
+  expect_file_error("hidden = [32, \"x\"]\n", "1: hidden must be a list of integers");
+  expect_file_error("hidden = []\n", "1: hidden must list at least one width");
+  expect_file_error("device = \"gpu\"\n", "1: device must be cpu, cuda or cuda:N, got 'gpu'");
+  expect_file_error("data = \"npy:\"\n", "1: data must be mnist or npy:X.npy[,Y.npy], got 'npy:'");
+  expect_file_error("model = \"resnet\"\n", "1: model must be autoencoder, got 'resnet'");
+  expect_file_error("threads = 0\n", "1: threads must be >= 1, got 0");
+  expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
+}
+
+TEST_F(ConfigTest, TomlSyntaxErrorNamesTheLine) {
+  std::string path = toml("steps = 10\nlr = = 3\n");
+  Status s = ConfigBuilder().load_toml(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind(path + ":2: ", 0), 0u) << s.message();
+}
+
+TEST_F(ConfigTest, MissingFileIsNamed) {
+  Status s = ConfigBuilder().load_toml(dir_.file("absent.toml"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("absent.toml"), std::string::npos) << s.message();
+}
+
+TEST_F(ConfigTest, FlagErrorsNameTheFlag) {
+  expect_flag_error("lr", "-1", "--lr: must be > 0 and finite, got -1");
+  expect_flag_error("lr", "fast", "--lr: must be a number, got 'fast'");
+  expect_flag_error("batch_size", "0", "--batch-size: must be >= 1, got 0");
+  expect_flag_error("batch_size", "2.5", "--batch-size: must be an integer, got '2.5'");
+  expect_flag_error("steps", "99999999999999999999", "--steps: must be an integer, got '99999999999999999999'");
+  expect_flag_error("hidden", "256,,64", "--hidden: must be a list of integers, got '256,,64'");
+  expect_flag_error("threads", "5000", "--threads: must be <= 1024, got 5000");
+  expect_flag_error("device", "cuda:x", "--device: must be cpu, cuda or cuda:N, got 'cuda:x'");
+}
+
+TEST_F(ConfigTest, IdentityIgnoresWhereOutputGoes) {
+  ConfigBuilder a, b;
+  ASSERT_TRUE(a.set_flag("out", "one").ok());
+  ASSERT_TRUE(b.set_flag("out", "two").ok());
+  ASSERT_TRUE(b.set_flag("log_every", "7").ok());
+  EXPECT_EQ(a.resolve()->identity(), b.resolve()->identity());
+  ASSERT_TRUE(b.set_flag("lr", "0.002").ok());
+  EXPECT_NE(a.resolve()->identity(), b.resolve()->identity());
+}
+
+}  // namespace
+}  // namespace saddlescope::trainer
