@@ -1,0 +1,44 @@
+// Dyadic rationals held exactly: the exact value of any sum or dot product of binary floats.
+//
+// A Dyadic is ±magnitude · 2^exponent with an integer magnitude. The form is canonical (magnitude odd,
+// zero is +0 with no digits), so two Dyadics are equal exactly when their members are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace saddlescope::reference {
+
+struct Dyadic {
+  bool negative = false;
+  std::vector<uint32_t> magnitude;  // little-endian base-2^32 digits; empty for zero, odd otherwise
+  int exponent = 0;                 // weight of the lowest magnitude bit is 2^exponent; 0 for zero
+
+  bool is_zero() const { return magnitude.empty(); }
+  bool operator==(const Dyadic& o) const {
+    return negative == o.negative && exponent == o.exponent && magnitude == o.magnitude;
+  }
+  bool operator!=(const Dyadic& o) const { return !(*this == o); }
+};
+
+// The canonical Dyadic equal to ±digits · 2^exponent (digits little-endian base 2^32, any zeros).
+Dyadic make_dyadic(bool negative, std::vector<uint32_t> digits, int exponent);
+
+// Exact conversions. REQUIRES: x finite. Both zeros give +0: a Dyadic has no signed zero.
+Dyadic to_dyadic(double x);
+Dyadic to_dyadic(float x);
+
+// floor(log2|x|). REQUIRES: !x.is_zero().
+int top_exponent(const Dyadic& x);
+
+// x rounded to nearest, ties to even, in binary64 / binary32, with gradual underflow (a tiny negative
+// value rounds to -0) and overflow to ±inf: the result IEEE 754 arithmetic would give with one rounding.
+double round_to_double(const Dyadic& x);
+float round_to_float(const Dyadic& x);
+
+// Every digit of x in plain decimal: "-12.5", "0.100000001490116119384765625", "0". Finite because a
+// dyadic rational's expansion terminates; no exponent notation and no trailing zeros after the point.
+std::string to_decimal(const Dyadic& x);
+
+}  // namespace saddlescope::reference

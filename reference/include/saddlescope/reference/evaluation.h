@@ -1,0 +1,85 @@
+// Exact evaluation of sums and dot products of binary floats, and how far an observed result is from it.
+//
+// evaluate_sum / evaluate_dot are the fast exact path (a Superaccumulator, no MPFR): the exact value, its
+// correctly rounded float32 and float64, and sum|a_i b_i| for the a-priori bound. assess() then measures an
+// observed result (e.g. what a CPU or GPU kernel returned) against the exact value:
+//
+//   error = observed - exact, ulp_error = error / ulp(exact), bound = gamma_n · sum|a_i b_i|  (DESIGN.md)
+//
+// Inputs are plain spans (pointer + length). Non-finite inputs are not errors: the evaluation says which
+// non-finite value IEEE 754 semantics give (NaN, +inf, -inf) and where the first such input is.
+#pragma once
+
+#include <cstdint>
+
+#include "saddlescope/base/status.h"
+#include "saddlescope/reference/dyadic.h"
+#include "saddlescope/reference/rounding.h"
+
+namespace saddlescope::reference {
+
+enum class Op { kSum, kDot };
+
+// What the exact (extended-real) result is. Finite sums of finite inputs are always kFinite, even when
+// they round to ±inf in a format (that is overflow, reported by f32/f64).
+enum class Kind { kFinite, kNaN, kPlusInf, kMinusInf };
+
+const char* op_name(Op op);      // "sum" / "dot"
+const char* kind_name(Kind k);   // "finite" / "nan" / "inf" / "-inf"
+
+struct Evaluation {
+  Op op = Op::kSum;
+  Format input_format = Format::kFloat32;
+  int64_t n = 0;                 // number of terms
+  Kind kind = Kind::kFinite;
+  int64_t first_nonfinite = -1;  // smallest i with a[i] (or b[i]) NaN/Inf; -1 if none
+  Dyadic exact;                  // the exact value; zero unless kind == kFinite
+  bool exact_is_exact = true;    // false only for an oracle run at a fixed precision too small (oracle.h)
+  float f32 = 0;                 // exact rounded to nearest-even in binary32 (NaN/±inf when not finite)
+  double f64 = 0;                // same in binary64
+  double abs_sum = 0;            // sum |a_i b_i| (sum |a_i| for a sum), rounded to nearest binary64
+
+  // gamma_n(n, f) · abs_sum: the largest error a recursive (any order) evaluation in format f can make,
+  // barring underflow. 0 for n == 0; +inf when gamma_n is.
+  double bound(Format f) const;
+  // Every digit of `exact`, or "nan" / "inf" / "-inf".
+  std::string exact_decimal() const;
+};
+
+// Exact sum of a[0..n). An empty span gives the explicit result 0 (the empty sum), n == 0.
+// Errors: n < 0; a == nullptr with n > 0.
+Result<Evaluation> evaluate_sum(const float* a, int64_t n);
+Result<Evaluation> evaluate_sum(const double* a, int64_t n);
+
+// Exact sum of a[i]·b[i]. Errors: na != nb (the message gives both lengths), negative lengths, null
+// pointers with non-zero lengths. Empty spans give the explicit result 0.
+Result<Evaluation> evaluate_dot(const float* a, int64_t na, const float* b, int64_t nb);
+Result<Evaluation> evaluate_dot(const double* a, int64_t na, const double* b, int64_t nb);
+
+enum class Outcome {
+  kMeasured,            // exact and observed finite: every field below is meaningful
+  kNonFiniteInput,      // the exact result is NaN/±inf; `matches` says whether observed is the same
+  kNonFiniteObserved,   // exact finite, observed NaN/±inf: an overflow only if f32/f64 overflowed too
+};
+
+struct ErrorReport {
+  Outcome outcome = Outcome::kMeasured;
+  Format format = Format::kFloat32;  // the observed value's format: ULPs and gamma_n are in this format
+  double observed = 0;
+  // When outcome != kMeasured the numbers below are NaN, never huge values posing as errors.
+  double error = 0;        // observed - exact, rounded to nearest binary64 from the exact difference
+  double ulp_error = 0;    // error / ulp(exact) in `format`, signed; ulp(0) is the smallest subnormal
+  double rel_error = 0;    // error / |exact|; 0 when both are 0, ±inf when only exact is 0
+  double bound = 0;        // Evaluation::bound(format)
+  double bound_ratio = 0;  // |error| / bound; 0 when error == 0, +inf when bound == 0 < |error|
+  // kMeasured: |error| <= bound, i.e. rounding explains the deviation (DESIGN.md).
+  // Otherwise: observed is exactly what the exact result gives in `format` (same NaN/inf, or an overflow
+  // that correct rounding produces too).
+  bool matches = true;
+};
+
+// Measures an observed float32 / float64 result against `e`.
+ErrorReport assess(const Evaluation& e, float observed);
+ErrorReport assess(const Evaluation& e, double observed);
+
+}  // namespace saddlescope::reference
