@@ -1,53 +1,27 @@
 // saddlescope train: one instrumented training run from flags and/or a TOML file.
-#include <map>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "saddlescope/trainer/config.h"
+#include "run_flags.h"
 #include "saddlescope/trainer/train.h"
 
 namespace saddlescope::app {
 
 Command add_train(CLI::App& app) {
-  struct Args {
-    std::string config;
-    bool force = false;
-    std::map<std::string, std::string> values;  // config key -> flag text
-  };
-  auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("train", "Train a model and write a run directory");
-  sub->add_option("--config", args->config, "TOML file of config keys; flags override it")
-      ->check(CLI::ExistingFile);
-  sub->add_flag("--force", args->force, "Replace an existing run directory of the same config");
-  // One flag per config key, so that the file and the command line can never disagree on names.
-  for (const auto& key : trainer::config_keys()) {
-    std::string flag = "--" + key;
-    for (char& c : flag) if (c == '_') c = '-';
-    sub->add_option(flag, args->values[key], trainer::config_help(key));
-  }
+  auto flags = std::make_shared<RunFlags>(sub);
+  auto force = std::make_shared<bool>(false);
+  sub->add_flag("--force", *force, "Replace an existing run directory of the same config");
   sub->footer("Example: saddlescope train --model autoencoder --data mnist --device cpu --threads 1 "
               "--seed 7 --steps 2000 --batch-size 64 --lr 1e-3 --out runs/ae");
 
-  auto run = [args, sub]() -> int {
-    trainer::ConfigBuilder builder;
-    if (!args->config.empty()) {
-      Status st = builder.load_toml(args->config);
-      if (!st.ok()) return fail(st.message());
-    }
-    for (const auto& key : trainer::config_keys()) {
-      std::string flag = "--" + key;
-      for (char& c : flag) if (c == '_') c = '-';
-      if (sub->count(flag) == 0) continue;
-      Status st = builder.set_flag(key, args->values[key]);
-      if (!st.ok()) return fail(st.message());
-    }
-    auto cfg = builder.resolve();
+  auto run = [flags, force]() -> int {
+    auto cfg = flags->resolve();
     if (!cfg) return fail(cfg.status().message());
-
-    auto r = trainer::train(*cfg, {args->force, stdout});
+    auto r = trainer::train(*cfg, {*force, stdout});
     if (!r) return fail(r.status().message());
     fmt::print("run      {}\n", r->run_dir);
     if (r->diverged_at_step) {

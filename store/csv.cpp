@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -60,6 +61,43 @@ Status CsvWriter::flush() {
   if (std::fflush(file_.get()) != 0 || std::ferror(file_.get()))
     return Status::Error(path_ + ": write failed: " + std::strerror(errno));
   return Status::Ok();
+}
+
+int CsvTable::column(const std::string& name) const {
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+Result<CsvTable> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(path + ": cannot open for reading");
+  auto split = [](const std::string& line) {
+    std::vector<std::string> f;
+    size_t start = 0;
+    for (size_t i; (i = line.find(',', start)) != std::string::npos; start = i + 1) f.push_back(line.substr(start, i - start));
+    f.push_back(line.substr(start));
+    return f;
+  };
+  CsvTable t;
+  std::string line;
+  if (!std::getline(in, line) || line.empty()) return Status::Error(path + ": empty file, expected a CSV header");
+  t.columns = split(line);
+  for (int n = 2; std::getline(in, line); ++n) {
+    std::vector<std::string> f = split(line);
+    if (f.size() != t.columns.size())
+      return Status::Error(fmt::format("{}:{}: {} fields, expected {}", path, n, f.size(), t.columns.size()));
+    std::vector<double> row;
+    for (const auto& field : f) {
+      char* end = nullptr;
+      double v = std::strtod(field.c_str(), &end);
+      if (field.empty() || *end != '\0')
+        return Status::Error(fmt::format("{}:{}: '{}' is not a number", path, n, field));
+      row.push_back(v);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
 }
 
 }  // namespace saddlescope::store

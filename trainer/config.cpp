@@ -15,27 +15,39 @@
 namespace saddlescope::trainer {
 namespace {
 
-enum class Kind { kInt, kDouble, kString, kIntList };
+enum class Kind { kInt, kDouble, kString, kBool, kIntList };
 
 // A value as read from a file or a flag, before the key's own range check.
 struct Value {
   int64_t i = 0;
   double d = 0;
+  bool b = false;
   std::string s;
   std::vector<int64_t> list;
 };
 
-// Each key: its type, one line of help, and a setter that range-checks the value. A setter returns ""
-// or what was expected ("must be >= 1, got 0").
+// Each key: its type, one line of help, a setter that range-checks the value (returning "" or what was
+// expected: "must be >= 1, got 0"), and a getter for the resolved JSON.
 struct Key {
   const char* name;
   Kind kind;
   const char* help;
   std::function<std::string(RunConfig&, const Value&)> set;
+  std::function<nlohmann::json(const RunConfig&)> get;
+  bool cuda_only = false;  // changing it on a CPU device is an error: it could not be honoured
 };
 
 std::string at_least(int64_t v, int64_t lo) {
   return v >= lo ? "" : fmt::format("must be >= {}, got {}", lo, v);
+}
+
+std::string one_of(const std::string& v, std::initializer_list<const char*> options) {
+  std::string list;
+  for (const char* o : options) {
+    if (v == o) return "";
+    list += (list.empty() ? "" : ", ") + std::string(o);
+  }
+  return "must be one of " + list + ", got '" + v + "'";
 }
 
 std::string check_device(const std::string& d) {
@@ -58,58 +70,136 @@ std::string check_data(const std::string& d) {
   return "must be mnist or npy:X.npy[,Y.npy], got '" + d + "'";
 }
 
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i; (i = s.find(sep, start)) != std::string::npos; start = i + 1) parts.push_back(s.substr(start, i - start));
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+// Parses a perturbation spec into `p` (keeping its seed); returns "" or what was expected.
+std::string parse_perturbation(const std::string& spec, Perturbation* p) {
+  const std::string expected =
+      "must be none, shuffle-reduction, gaussian:SIGMA[:element], stochastic-rounding or "
+      "bitflip[:PARAM[:INDEX]], got '" + spec + "'";
+  std::vector<std::string> f = split(spec, ':');
+  Perturbation q;
+  q.seed = p->seed;
+  q.kind = f[0];
+  if ((q.kind == "none" || q.kind == "shuffle-reduction" || q.kind == "stochastic-rounding") && f.size() == 1) {
+  } else if (q.kind == "gaussian" && (f.size() == 2 || (f.size() == 3 && f[2] == "element"))) {
+    char* end = nullptr;
+    q.sigma = std::strtod(f[1].c_str(), &end);
+    if (f[1].empty() || *end != '\0' || !(q.sigma > 0) || !std::isfinite(q.sigma))
+      return "gaussian sigma must be a number > 0, got '" + f[1] + "'";
+    q.elementwise = f.size() == 3;
+  } else if (q.kind == "bitflip" && f.size() <= 3) {
+    if (f.size() >= 2) q.param = f[1];
+    if (f.size() == 3) {
+      char* end = nullptr;
+      q.index = std::strtoll(f[2].c_str(), &end, 10);
+      if (f[2].empty() || *end != '\0' || q.index < 0) return "bitflip index must be an integer >= 0, got '" + f[2] + "'";
+    }
+  } else {
+    return expected;
+  }
+  *p = q;
+  return "";
+}
+
+#define FIELD(expr) [](const RunConfig& c) { return nlohmann::json(c.expr); }
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
       {"model", Kind::kString, "model to train: autoencoder",
-       [](RunConfig& c, const Value& v) {
-         c.model = v.s;
-         return v.s == "autoencoder" ? "" : "must be autoencoder, got '" + v.s + "'";
-       }},
-      {"hidden", Kind::kIntList, "encoder widths, decoder mirrors them (e.g. 256,64)",
+       [](RunConfig& c, const Value& v) { c.model = v.s; return one_of(v.s, {"autoencoder"}); }, FIELD(model)},
+      {"hidden", Kind::kIntList, "encoder widths, decoder mirrors them, e.g. 256,64",
        [](RunConfig& c, const Value& v) -> std::string {
          c.hidden = v.list;
          if (v.list.empty()) return "must list at least one width";
          for (int64_t w : v.list)
            if (w < 1 || w > 65536) return fmt::format("widths must be in 1..65536, got {}", w);
          return "";
-       }},
+       }, FIELD(hidden)},
       {"data", Kind::kString, "training data: mnist or npy:X.npy[,Y.npy]",
-       [](RunConfig& c, const Value& v) { c.data = v.s; return check_data(v.s); }},
+       [](RunConfig& c, const Value& v) { c.data = v.s; return check_data(v.s); }, FIELD(data)},
       {"data_dir", Kind::kString, "data cache directory (default: $SADDLESCOPE_DATA_DIR or data)",
-       [](RunConfig& c, const Value& v) {
-         c.data_dir = v.s;
-         return v.s.empty() ? std::string("must not be empty") : std::string();
-       }},
+       [](RunConfig& c, const Value& v) { c.data_dir = v.s; return v.s.empty() ? "must not be empty" : ""; },
+       FIELD(data_dir)},
       {"device", Kind::kString, "cpu, cuda or cuda:N",
-       [](RunConfig& c, const Value& v) { c.device = v.s; return check_device(v.s); }},
+       [](RunConfig& c, const Value& v) { c.execution.device = v.s; return check_device(v.s); },
+       FIELD(execution.device)},
       {"threads", Kind::kInt, "intra-op and BLAS threads (default: all cores)",
        [](RunConfig& c, const Value& v) {
-         c.threads = v.i;
+         c.execution.threads = v.i;
          return v.i > 1024 ? fmt::format("must be <= 1024, got {}", v.i) : at_least(v.i, 1);
-       }},
+       }, FIELD(execution.threads)},
+      {"dtype", Kind::kString, "float32 or float64 (model, data, optimiser)",
+       [](RunConfig& c, const Value& v) { c.execution.dtype = v.s; return one_of(v.s, {"float32", "float64"}); },
+       FIELD(execution.dtype)},
+      {"deterministic", Kind::kString, "LibTorch deterministic algorithms: off, strict or warn",
+       [](RunConfig& c, const Value& v) {
+         c.execution.deterministic = v.s;
+         return one_of(v.s, {"off", "strict", "warn"});
+       }, FIELD(execution.deterministic)},
+      {"cudnn", Kind::kBool, "CUDA: cuDNN enabled",
+       [](RunConfig& c, const Value& v) { c.execution.cudnn = v.b; return ""; }, FIELD(execution.cudnn), true},
+      {"cudnn_benchmark", Kind::kBool, "CUDA: cuDNN autotuning (timing-dependent algorithm choice)",
+       [](RunConfig& c, const Value& v) { c.execution.cudnn_benchmark = v.b; return ""; },
+       FIELD(execution.cudnn_benchmark), true},
+      {"cudnn_deterministic", Kind::kBool, "CUDA: deterministic cuDNN algorithms only",
+       [](RunConfig& c, const Value& v) { c.execution.cudnn_deterministic = v.b; return ""; },
+       FIELD(execution.cudnn_deterministic), true},
+      {"tf32_matmul", Kind::kBool, "CUDA: TF32 tensor cores for float32 matmul",
+       [](RunConfig& c, const Value& v) { c.execution.tf32_matmul = v.b; return ""; },
+       FIELD(execution.tf32_matmul), true},
+      {"tf32_cudnn", Kind::kBool, "CUDA: TF32 for cuDNN convolutions",
+       [](RunConfig& c, const Value& v) { c.execution.tf32_cudnn = v.b; return ""; },
+       FIELD(execution.tf32_cudnn), true},
+      {"cublas_workspace", Kind::kString,
+       "CUDA: CUBLAS_WORKSPACE_CONFIG, :4096:8 or :16:8 (default: unset, or :4096:8 when deterministic)",
+       [](RunConfig& c, const Value& v) {
+         c.execution.cublas_workspace = v.s;
+         return one_of(v.s, {"default", ":4096:8", ":16:8"});
+       }, FIELD(execution.cublas_workspace), true},
       {"seed", Kind::kInt, "seed of the initial weights",
-       [](RunConfig& c, const Value& v) { c.seed = v.i; return at_least(v.i, 0); }},
+       [](RunConfig& c, const Value& v) { c.seed = v.i; return at_least(v.i, 0); }, FIELD(seed)},
       {"data_seed", Kind::kInt, "seed of the example order (default: seed)",
-       [](RunConfig& c, const Value& v) { c.data_seed = v.i; return at_least(v.i, 0); }},
+       [](RunConfig& c, const Value& v) { c.data_seed = v.i; return at_least(v.i, 0); }, FIELD(data_seed)},
+      {"init_from", Kind::kString, "initial weights from a run directory or a directory of .npy files",
+       [](RunConfig& c, const Value& v) { c.init_from = v.s; return ""; }, FIELD(init_from)},
+      {"perturbation", Kind::kString,
+       "none, shuffle-reduction, gaussian:SIGMA[:element], stochastic-rounding, bitflip[:PARAM[:INDEX]]",
+       [](RunConfig& c, const Value& v) { return parse_perturbation(v.s, &c.perturbation); },
+       [](const RunConfig& c) { return nlohmann::json(c.perturbation.spec()); }},
+      {"perturbation_seed", Kind::kInt, "seed of the perturbation's random stream",
+       [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
+       FIELD(perturbation.seed)},
       {"steps", Kind::kInt, "optimiser steps",
-       [](RunConfig& c, const Value& v) { c.steps = v.i; return at_least(v.i, 1); }},
+       [](RunConfig& c, const Value& v) { c.steps = v.i; return at_least(v.i, 1); }, FIELD(steps)},
       {"batch_size", Kind::kInt, "examples per step",
-       [](RunConfig& c, const Value& v) { c.batch_size = v.i; return at_least(v.i, 1); }},
+       [](RunConfig& c, const Value& v) { c.batch_size = v.i; return at_least(v.i, 1); }, FIELD(batch_size)},
       {"lr", Kind::kDouble, "Adam learning rate",
        [](RunConfig& c, const Value& v) {
          c.lr = v.d;
          return v.d > 0 && std::isfinite(v.d) ? "" : fmt::format("must be > 0 and finite, got {}", v.d);
-       }},
+       }, FIELD(lr)},
       {"log_every", Kind::kInt, "steps between metric reads and log lines",
-       [](RunConfig& c, const Value& v) { c.log_every = v.i; return at_least(v.i, 1); }},
+       [](RunConfig& c, const Value& v) { c.log_every = v.i; return at_least(v.i, 1); }, FIELD(log_every)},
+      {"snapshot_every", Kind::kInt, "parameter snapshots every k steps (0: first and last only)",
+       [](RunConfig& c, const Value& v) { c.snapshot_every = v.i; return at_least(v.i, 0); },
+       FIELD(snapshot_every)},
+      {"snapshot_grads", Kind::kBool, "snapshot gradients with the parameters",
+       [](RunConfig& c, const Value& v) { c.snapshot_grads = v.b; return ""; }, FIELD(snapshot_grads)},
       {"out", Kind::kString, "study directory; the run is written to <out>/runs/<run-id>/",
-       [](RunConfig& c, const Value& v) {
-         c.out = v.s;
-         return v.s.empty() ? std::string("must not be empty") : std::string();
-       }},
+       [](RunConfig& c, const Value& v) { c.out = v.s; return v.s.empty() ? "must not be empty" : ""; },
+       FIELD(out)},
   };
   return k;
 }
+
+#undef FIELD
 
 const Key* find_key(const std::string& name) {
   for (const auto& k : keys())
@@ -122,6 +212,7 @@ const char* kind_name(Kind k) {
     case Kind::kInt: return "an integer";
     case Kind::kDouble: return "a number";
     case Kind::kString: return "a string";
+    case Kind::kBool: return "true or false";
     case Kind::kIntList: return "a list of integers";
   }
   return "?";
@@ -148,6 +239,9 @@ bool parse_text(Kind kind, const std::string& t, Value* v) {
       return *end == '\0';
     }
     case Kind::kString: v->s = t; return true;
+    case Kind::kBool:
+      v->b = t == "true";
+      return t == "true" || t == "false";
     case Kind::kIntList: {
       size_t start = 0;
       while (start <= t.size()) {
@@ -179,6 +273,10 @@ bool parse_node(Kind kind, const toml::node& n, Value* v) {
     case Kind::kString:
       if (!n.is_string()) return false;
       v->s = n.as_string()->get();
+      return true;
+    case Kind::kBool:
+      if (!n.is_boolean()) return false;
+      v->b = n.as_boolean()->get();
       return true;
     case Kind::kIntList:
       if (!n.is_array()) return false;
@@ -252,30 +350,62 @@ Status ConfigBuilder::set_flag(const std::string& key, const std::string& text) 
 
 Result<RunConfig> ConfigBuilder::resolve() const {
   RunConfig c = cfg_;
+  ExecutionConfig& e = c.execution;
+  if (e.device == "cpu") {
+    // A CUDA-only setting changed for a CPU run could not be honoured: say so rather than ignore it.
+    const RunConfig d;
+    for (const auto& k : keys())
+      if (k.cuda_only && origin_.count(k.name) && k.get(c) != k.get(d))
+        return Status::Error(origin_.at(k.name) + ": " + k.name + " applies to CUDA devices only (device is cpu)");
+  }
+  if (c.perturbation.kind == "stochastic-rounding" && e.dtype != "float32")
+    return Status::Error(where("perturbation") + ": stochastic-rounding rounds float64 updates to float32; "
+                         "it needs dtype float32, got " + e.dtype);
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
-  if (c.threads == 0) c.threads = std::max(1u, std::thread::hardware_concurrency());
+  if (e.threads == 0) e.threads = std::max(1u, std::thread::hardware_concurrency());
   if (c.data_seed < 0) c.data_seed = c.seed;
   if (c.log_every > c.steps) c.log_every = c.steps;
+  // cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).
+  if (e.cublas_workspace == "default" && e.deterministic != "off" && e.device != "cpu")
+    e.cublas_workspace = ":4096:8";
   return c;
 }
 
+std::string ConfigBuilder::where(const std::string& key) const {
+  auto it = origin_.find(key);
+  return it == origin_.end() ? "default " + key : it->second;
+}
+
+std::string Perturbation::spec() const {
+  if (kind == "gaussian") return fmt::format("gaussian:{}{}", sigma, elementwise ? ":element" : "");
+  if (kind == "bitflip" && (!param.empty() || index != 0)) return fmt::format("bitflip:{}:{}", param, index);
+  return kind;
+}
+
 nlohmann::json RunConfig::to_json() const {
-  return {{"model", model}, {"hidden", hidden}, {"data", data}, {"data_dir", data_dir},
-          {"device", device}, {"threads", threads}, {"seed", seed}, {"data_seed", data_seed},
-          {"steps", steps}, {"batch_size", batch_size}, {"lr", lr}, {"log_every", log_every},
-          {"out", out}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& k : keys()) j[k.name] = k.get(*this);
+  return j;
 }
 
 std::string RunConfig::identity() const {
   nlohmann::json j = to_json();
-  for (const char* k : {"out", "data_dir", "log_every"}) j.erase(k);
+  for (const char* k : {"out", "data_dir", "log_every", "snapshot_every", "snapshot_grads"}) j.erase(k);
+  if (perturbation.kind == "none") j.erase("perturbation_seed");
   return j.dump();  // nlohmann orders object keys: canonical
 }
 
 std::string RunConfig::run_prefix() const {
-  std::string dev = device;
+  const ExecutionConfig& e = execution;
+  std::string dev = e.device;
   for (char& ch : dev) if (ch == ':') ch = '.';
-  return fmt::format("{}-{}-t{}-s{}", model, dev, threads, seed);
+  std::string p = model + "-" + dev;
+  if (dev != "cpu") p += e.cudnn ? "-cudnn" : "-nocudnn";
+  if (e.deterministic != "off") p += "-det";
+  if (e.tf32_matmul) p += "-tf32";
+  if (e.dtype == "float64") p += "-f64";
+  if (perturbation.kind != "none") p += "-" + perturbation.kind;
+  return fmt::format("{}-t{}-s{}", p, e.threads, seed);
 }
 
 }  // namespace saddlescope::trainer

@@ -2,27 +2,58 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "saddlescope/trainer/config.h"
 
 namespace saddlescope::trainer {
+namespace {
 
-Status apply_execution(const RunConfig& cfg) {
-  if (cfg.device != "cpu") {
-    if (!torch::cuda::is_available())
-      return Status::Error("device " + cfg.device + ": " +
-                           (at::hasCUDA() ? "no CUDA device is visible"
-                                          : "this saddlescope was built against a LibTorch without CUDA"));
-    if (cfg.device.size() > 5) {
-      int index = std::stoi(cfg.device.substr(5));
-      int count = static_cast<int>(torch::cuda::device_count());
-      if (index >= count)
-        return Status::Error("device " + cfg.device + ": only " + std::to_string(count) + " CUDA device(s)");
-    }
+Status check_device(const std::string& device) {
+  if (device == "cpu") return Status::Ok();
+  if (!torch::cuda::is_available())
+    return Status::Error("device " + device + ": " +
+                         (at::hasCUDA() ? "no CUDA device is visible"
+                                        : "this saddlescope was built against a LibTorch without CUDA"));
+  if (device.size() > 5) {
+    int index = std::stoi(device.substr(5));
+    int count = static_cast<int>(torch::cuda::device_count());
+    if (index >= count)
+      return Status::Error("device " + device + ": only " + std::to_string(count) + " CUDA device(s)");
   }
-  set_threads(static_cast<int>(cfg.threads));
   return Status::Ok();
+}
+
+}  // namespace
+
+Result<nlohmann::json> apply_execution(const ExecutionConfig& e) {
+  SADDLESCOPE_RETURN_IF_ERROR(check_device(e.device));
+  at::Context& ctx = at::globalContext();
+  if (e.cublas_workspace != "default") setenv("CUBLAS_WORKSPACE_CONFIG", e.cublas_workspace.c_str(), 1);
+  ctx.setUserEnabledCuDNN(e.cudnn);
+  ctx.setBenchmarkCuDNN(e.cudnn_benchmark);
+  ctx.setDeterministicCuDNN(e.cudnn_deterministic);
+  ctx.setAllowTF32CuBLAS(e.tf32_matmul);
+  ctx.setAllowTF32CuDNN(e.tf32_cudnn);
+  ctx.setDeterministicAlgorithms(e.deterministic != "off", e.deterministic == "warn");
+  set_threads(static_cast<int>(e.threads));
+
+  const char* workspace = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  return nlohmann::json{
+      {"intra_op_threads", at::get_num_threads()},
+      {"blas_threads", blas_threads()},
+      {"cudnn_enabled", ctx.userEnabledCuDNN()},
+      {"cudnn_benchmark", ctx.benchmarkCuDNN()},
+      {"cudnn_deterministic", ctx.deterministicCuDNN()},
+      {"deterministic_algorithms", ctx.deterministicAlgorithms()},
+      {"deterministic_warn_only", ctx.deterministicAlgorithmsWarnOnly()},
+      {"tf32_matmul", ctx.allowTF32CuBLAS()},
+      {"tf32_cudnn", ctx.allowTF32CuDNN()},
+      {"cublas_workspace_config", workspace ? nlohmann::json(workspace) : nlohmann::json(nullptr)},
+  };
 }
 
 void set_threads(int n) {

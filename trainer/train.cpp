@@ -18,6 +18,8 @@
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/execution.h"
 #include "saddlescope/trainer/fingerprint.h"
+#include "saddlescope/trainer/perturbation.h"
+#include "saddlescope/trainer/snapshot.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -101,6 +103,10 @@ std::pair<double, double> evaluate(Autoencoder& model, const torch::Tensor& x, c
   return {model_se / n, base_se / n};
 }
 
+torch::Dtype dtype_of(const RunConfig& cfg) {
+  return cfg.execution.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+}
+
 struct Run {
   const RunConfig& cfg;
   std::string dir;
@@ -109,24 +115,46 @@ struct Run {
   Status save() { return store::write_manifest(dir, manifest); }
 };
 
-Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, TrainResult* result) {
-  const RunConfig& cfg = run.cfg;
-  torch::Device device(cfg.device);
+// The model with its initial weights: drawn on the CPU from `seed` (or loaded), then perturbed, then
+// moved to the device — so every device starts from the same bits. `applied` gets what the
+// perturbation did at the start.
+Result<Autoencoder> initial_model(const RunConfig& cfg, int64_t features, Perturber& perturb,
+                                  nlohmann::json* applied) {
+  Autoencoder model(features, cfg.hidden);
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
-  Autoencoder model(data.train.size(1), cfg.hidden);
   model->reset_parameters(gen);
-  model->to(device);
+  // Drawn in float32 and widened exactly, so a float64 run starts from the float32 run's values: the
+  // trajectory-level high-precision reference differs only in the arithmetic that follows.
+  model->to(dtype_of(cfg));
+  NamedTensors named = model->named_parameters();
+  if (!cfg.init_from.empty()) SADDLESCOPE_RETURN_IF_ERROR(load_parameters(cfg.init_from, named));
+  auto flipped = perturb.at_start(named);
+  if (!flipped) return flipped.status();
+  *applied = *flipped;
+  model->to(torch::Device(cfg.execution.device));
+  return model;
+}
+
+Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& perturb,
+                  const TrainOptions& options, TrainResult* result) {
+  const RunConfig& cfg = run.cfg;
+  torch::Device device(cfg.execution.device);
+  torch::Dtype dtype = dtype_of(cfg);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(cfg.lr));
   auto params = model->parameters();
+  NamedTensors named = model->named_parameters();
 
-  torch::Tensor train_x = data.train.to(device);
+  torch::Tensor train_x = data.train.to(device, dtype);
   ExampleOrder order(train_x.size(0), static_cast<uint64_t>(cfg.data_seed), device);
   auto metrics = store::CsvWriter::create(run.dir + "/metrics.csv",
                                           {"step", "loss", "grad_norm", "lr", "wall_s"});
   if (!metrics) return metrics.status();
+  auto snapshot_due = [&](int64_t step) {
+    return step == 0 || (cfg.snapshot_every > 0 && step % cfg.snapshot_every == 0);
+  };
 
   // Per-step metrics stay on the device and are read once per log window: no sync inside a step.
-  auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  auto on_device = torch::TensorOptions().dtype(torch::kFloat64).device(device);
   torch::Tensor loss_log = torch::empty({cfg.log_every}, on_device);
   torch::Tensor norm_log = torch::empty({cfg.log_every}, on_device);
   std::vector<double> wall(cfg.log_every);
@@ -137,14 +165,17 @@ Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, Tr
   Clock::time_point t0 = Clock::now();
   int64_t window_start = 0;
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    torch::Tensor x = train_x.index_select(0, order.next(cfg.batch_size));
+    torch::Tensor x = perturb.batch(train_x.index_select(0, order.next(cfg.batch_size)));
     optimizer.zero_grad();
     torch::Tensor loss = torch::mse_loss(model->forward(x), x);
     loss.backward();
+    perturb.gradients(params);
     int64_t k = step - window_start;
     loss_log[k].copy_(loss.detach());
     norm_log[k].copy_(grad_norm(params));
-    optimizer.step();
+    if (snapshot_due(step))
+      SADDLESCOPE_RETURN_IF_ERROR(save_snapshot(snapshot_dir(run.dir, step), named, cfg.snapshot_grads));
+    perturb.step(optimizer, params);
     wall[k] = seconds_since(t0);
 
     if (k + 1 == cfg.log_every || step + 1 == cfg.steps) {
@@ -152,8 +183,8 @@ Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, Tr
       auto norms = norm_log.narrow(0, 0, k + 1).cpu();
       double window_sum = 0;
       for (int64_t i = 0; i <= k; ++i) {
-        double l = losses[i].item<float>();
-        metrics->add(window_start + i).add(l).add(double(norms[i].item<float>())).add(cfg.lr).add(wall[i]);
+        double l = losses[i].item<double>();
+        metrics->add(window_start + i).add(l).add(norms[i].item<double>()).add(cfg.lr).add(wall[i]);
         metrics->end_row();
         window_sum += l;
         if (!std::isfinite(l)) {
@@ -166,7 +197,7 @@ Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, Tr
       if (result->diverged_at_step) break;
       result->steps_completed = step + 1;
       result->final_loss = window_sum / double(k + 1);
-      last_loss = fmt::format("loss {:.6f}", losses[k].item<float>());
+      last_loss = fmt::format("loss {:.6f}", losses[k].item<double>());
       window_start = step + 1;
     }
     if (progress) progress->update(step + 1, last_loss);
@@ -181,10 +212,11 @@ Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, Tr
     result->status = store::kDiverged;
     return Status::Ok();
   }
+  SADDLESCOPE_RETURN_IF_ERROR(save_snapshot(snapshot_dir(run.dir, result->steps_completed), named, false));
   result->status = store::kCompleted;
   Clock::time_point e0 = Clock::now();
-  torch::Tensor mean_image = data.train.mean(0).to(device);
-  auto [mse, baseline] = evaluate(model, data.eval, mean_image, device);
+  torch::Tensor mean_image = data.train.to(dtype).mean(0).to(device);
+  auto [mse, baseline] = evaluate(model, data.eval.to(dtype), mean_image, device);
   result->eval_mse = mse;
   result->baseline_mse = baseline;
   run.manifest["timings"]["eval_s"] = seconds_since(e0);
@@ -195,9 +227,14 @@ Status train_loop(Run& run, const Dataset& data, const TrainOptions& options, Tr
 
 Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   // Everything that can be checked is checked before the run directory exists.
-  SADDLESCOPE_RETURN_IF_ERROR(apply_execution(cfg));
+  auto applied = apply_execution(cfg.execution);
+  if (!applied) return applied.status();
   auto data = load_dataset(cfg);
   if (!data) return data.status();
+  Perturber perturb(cfg.perturbation, cfg.lr);
+  nlohmann::json perturbed;
+  auto model = initial_model(cfg, data->train.size(1), perturb, &perturbed);
+  if (!model) return model.status();
 
   std::string run_id = store::make_run_id(cfg.run_prefix(), cfg.identity());
   auto dir = store::create_run_dir(cfg.out, run_id, options.replace);
@@ -208,6 +245,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
                   {"run_id", run_id}, {"status", store::kRunning}, {"config", cfg.to_json()},
                   {"data", {{"source", data->source}, {"train_examples", data->train.size(0)},
                             {"eval_examples", data->eval.size(0)}, {"features", data->train.size(1)}}},
+                  {"execution", *applied}, {"perturbation_applied", perturbed},
                   {"fingerprint", environment_fingerprint()},
                   {"timings", {{"started", utc_now()}}}};
   SADDLESCOPE_RETURN_IF_ERROR(run.save());
@@ -217,7 +255,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   result.eval_split = data->eval_split;
   Status status;
   try {
-    status = train_loop(run, *data, options, &result);
+    status = train_loop(run, *data, *model, perturb, options, &result);
   } catch (const std::exception& e) {
     // Record the failure in the run before reporting it: a reader must never see "running" forever.
     std::string what = e.what();

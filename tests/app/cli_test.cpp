@@ -60,7 +60,7 @@ TEST(Cli, TrainFlagErrors) {
   expect_error("train --batch-size 0" + out, "--batch-size: must be >= 1, got 0");
   expect_error("train --steps ten" + out, "--steps: must be an integer, got 'ten'");
   expect_error("train --device tpu" + out, "--device: must be cpu, cuda or cuda:N, got 'tpu'");
-  expect_error("train --model resnet" + out, "--model: must be autoencoder, got 'resnet'");
+  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, got 'resnet'");
   expect_error("train --data mnist --batch-size 60001 --steps 1" + out,
                "batch_size 60001 exceeds the 60000 training examples of mnist");
   EXPECT_FALSE(fs::exists(dir.file("s"))) << "nothing written on bad input";
@@ -155,6 +155,36 @@ TEST(Cli, SameRunTwiceNeedsForce) {
   EXPECT_NE(again.text.find("run directory exists (same config); pass --force to replace it"), std::string::npos)
       << again.text;
   EXPECT_EQ(run(args + " --force").code, 0);
+}
+
+TEST(Cli, RepeatabilityAndDiverge) {
+  testing::TempDir dir;
+  std::vector<uint8_t> x(64 * 12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
+  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
+  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "
+                       "--snapshot-every 10 --out " + dir.path();
+  Output rep = run("repeatability --repeats 2 " + common);
+  ASSERT_EQ(rep.code, 0) << rep.text;
+  EXPECT_NE(rep.text.find("bitwise reproducible: yes (2 runs of 40 steps"), std::string::npos) << rep.text;
+
+  std::string a = only_run(dir.file("repeat-1")), b = only_run(dir.file("repeat-2"));
+  Output same = run("diverge " + a + " " + b + " --csv " + dir.file("d.csv"));
+  ASSERT_EQ(same.code, 0) << same.text;
+  EXPECT_NE(same.text.find("identical bit for bit"), std::string::npos) << same.text;
+  EXPECT_TRUE(fs::exists(dir.file("d.csv")));
+
+  ASSERT_EQ(run("train --perturbation bitflip " + common).code, 0);
+  std::string flipped;
+  for (const auto& e : fs::directory_iterator(dir.file("runs")))
+    if (e.path().string().find("bitflip") != std::string::npos) flipped = e.path().string();
+  Output d = run("diverge " + a + " " + flipped);
+  ASSERT_EQ(d.code, 0) << d.text;
+  EXPECT_NE(d.text.find("At step 0 already 1 of"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("max 1 ULP, first in decoder.fc2.bias"), std::string::npos) << d.text;
+
+  expect_error("diverge " + a + " " + dir.file("nothing"), dir.file("nothing") +
+               ": no snapshots/ (train with --snapshot-every, or a newer saddlescope)");
 }
 
 }  // namespace

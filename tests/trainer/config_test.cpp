@@ -38,7 +38,7 @@ TEST_F(ConfigTest, DefaultsAreResolvedAndWrittenOut) {
   EXPECT_EQ(c->hidden, (std::vector<int64_t>{256, 64}));
   EXPECT_EQ(c->batch_size, 1);
   EXPECT_DOUBLE_EQ(c->lr, 1e-3);
-  EXPECT_GE(c->threads, 1);
+  EXPECT_GE(c->execution.threads, 1);
   EXPECT_EQ(c->data_seed, c->seed);
   EXPECT_EQ(c->data_dir, "data");
   nlohmann::json j = c->to_json();
@@ -56,9 +56,9 @@ TEST_F(ConfigTest, FileThenFlagsOverride) {
   EXPECT_EQ(c->steps, 70);
   EXPECT_DOUBLE_EQ(c->lr, 0.01);
   EXPECT_EQ(c->hidden, (std::vector<int64_t>{32, 8}));
-  EXPECT_EQ(c->device, "cuda:1");
+  EXPECT_EQ(c->execution.device, "cuda:1");
   EXPECT_EQ(c->data_seed, 9);  // follows the seed unless set
-  EXPECT_EQ(c->run_prefix().substr(0, 25), "autoencoder-cuda.1-t" + std::to_string(c->threads) + "-s9");
+  EXPECT_EQ(c->run_prefix(), "autoencoder-cuda.1-cudnn-t" + std::to_string(c->execution.threads) + "-s9");
 }
 
 TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
@@ -70,7 +70,7 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   expect_file_error("hidden = []\n", "1: hidden must list at least one width");
   expect_file_error("device = \"gpu\"\n", "1: device must be cpu, cuda or cuda:N, got 'gpu'");
   expect_file_error("data = \"npy:\"\n", "1: data must be mnist or npy:X.npy[,Y.npy], got 'npy:'");
-  expect_file_error("model = \"resnet\"\n", "1: model must be autoencoder, got 'resnet'");
+  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, got 'resnet'");
   expect_file_error("threads = 0\n", "1: threads must be >= 1, got 0");
   expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
 }
@@ -97,6 +97,57 @@ TEST_F(ConfigTest, FlagErrorsNameTheFlag) {
   expect_flag_error("hidden", "256,,64", "--hidden: must be a list of integers, got '256,,64'");
   expect_flag_error("threads", "5000", "--threads: must be <= 1024, got 5000");
   expect_flag_error("device", "cuda:x", "--device: must be cpu, cuda or cuda:N, got 'cuda:x'");
+}
+
+TEST_F(ConfigTest, ExecutionAndPerturbationKeys) {
+  ConfigBuilder b;
+  ASSERT_TRUE(b.load_toml(toml("device = \"cuda\"\ncudnn = false\ndeterministic = \"strict\"\n"
+                               "tf32_matmul = true\nperturbation = \"gaussian:1e-7:element\"\n"
+                               "perturbation_seed = 5\n")).ok());
+  auto c = b.resolve();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->execution.cudnn);
+  EXPECT_EQ(c->execution.cublas_workspace, ":4096:8") << "deterministic cuBLAS needs a fixed workspace";
+  EXPECT_EQ(c->perturbation.kind, "gaussian");
+  EXPECT_DOUBLE_EQ(c->perturbation.sigma, 1e-7);
+  EXPECT_TRUE(c->perturbation.elementwise);
+  EXPECT_EQ(c->perturbation.seed, 5);
+  EXPECT_EQ(c->to_json()["perturbation"], "gaussian:1e-07:element");
+  EXPECT_EQ(c->run_prefix(), "autoencoder-cuda-nocudnn-det-tf32-gaussian-t" + std::to_string(c->execution.threads) + "-s0");
+
+  ConfigBuilder flip;
+  ASSERT_TRUE(flip.set_flag("perturbation", "bitflip:decoder.fc2.bias:3").ok());
+  EXPECT_EQ(flip.resolve()->perturbation.param, "decoder.fc2.bias");
+  EXPECT_EQ(flip.resolve()->perturbation.index, 3);
+}
+
+TEST_F(ConfigTest, ExecutionErrors) {
+  expect_flag_error("cudnn", "yes", "--cudnn: must be true or false, got 'yes'");
+  expect_flag_error("dtype", "float16", "--dtype: must be one of float32, float64, got 'float16'");
+  expect_flag_error("deterministic", "on", "--deterministic: must be one of off, strict, warn, got 'on'");
+  expect_flag_error("cublas_workspace", ":8:8", "--cublas-workspace: must be one of default, :4096:8, :16:8, got ':8:8'");
+  expect_flag_error("perturbation", "gaussian", "--perturbation: must be none, shuffle-reduction, "
+                    "gaussian:SIGMA[:element], stochastic-rounding or bitflip[:PARAM[:INDEX]], got 'gaussian'");
+  expect_flag_error("perturbation", "gaussian:-1", "--perturbation: gaussian sigma must be a number > 0, got '-1'");
+  expect_flag_error("perturbation", "bitflip:w:x", "--perturbation: bitflip index must be an integer >= 0, got 'x'");
+  expect_file_error("cudnn = \"no\"\n", "1: cudnn must be true or false");
+
+  // CUDA-only settings changed for a CPU run could not be honoured.
+  std::string path = toml("device = \"cpu\"\n\ntf32_matmul = true\n");
+  ConfigBuilder b;
+  ASSERT_TRUE(b.load_toml(path).ok());
+  auto c = b.resolve();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), path + ":3: tf32_matmul applies to CUDA devices only (device is cpu)");
+  ConfigBuilder same_as_default;  // restating a default is harmless
+  ASSERT_TRUE(same_as_default.set_flag("cudnn", "true").ok());
+  EXPECT_TRUE(same_as_default.resolve().ok());
+
+  ConfigBuilder sr;
+  ASSERT_TRUE(sr.set_flag("perturbation", "stochastic-rounding").ok());
+  ASSERT_TRUE(sr.set_flag("dtype", "float64").ok());
+  EXPECT_EQ(sr.resolve().status().message(),
+            "--perturbation: stochastic-rounding rounds float64 updates to float32; it needs dtype float32, got float64");
 }
 
 TEST_F(ConfigTest, IdentityIgnoresWhereOutputGoes) {

@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/autoencoder.h"
 #include "saddlescope/trainer/config.h"
+#include "small_run.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -21,40 +21,9 @@ namespace fs = std::filesystem;
 namespace saddlescope::trainer {
 namespace {
 
-// A small uint8 dataset with structure to learn: each row is one of 4 prototypes plus noise.
-std::string write_pixels(const testing::TempDir& dir, int64_t n = 256, int64_t d = 24) {
-  std::mt19937 rng(5);
-  std::vector<uint8_t> x(n * d);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < d; ++j)
-      x[i * d + j] = static_cast<uint8_t>(((i % 4) == (j % 4) ? 200 : 30) + rng() % 20);
-  std::string path = dir.file("x.npy");
-  EXPECT_TRUE(store::write_npy(path, store::Dtype::kUInt8, {n, d}, x.data()).ok());
-  return path;
-}
-
-RunConfig small_config(const testing::TempDir& dir, const std::string& data_path) {
-  RunConfig c;
-  c.data = "npy:" + data_path;
-  c.hidden = {16, 4};
-  c.steps = 150;
-  c.batch_size = 8;
-  c.threads = 1;
-  c.seed = 3;
-  c.data_seed = 4;
-  c.lr = 1e-2;
-  c.log_every = 40;
-  c.out = dir.file("study");
-  c.data_dir = dir.path();
-  return c;
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
-}
+using testing::read_lines;
+using testing::small_config;
+using testing::write_pixels;
 
 // metrics.csv without its last column (wall_s: wall-clock time, the one column that is not a result).
 std::string metrics_without_wall(const std::string& run_dir) {
@@ -105,7 +74,7 @@ TEST(Train, SameConfigAndSeedIsBitwiseReproducibleOnCpu) {
   std::string data = write_pixels(dir);
   for (int64_t threads : {1, 2}) {
     RunConfig cfg = small_config(dir, data);
-    cfg.threads = threads;
+    cfg.execution.threads = threads;
     auto a = train(cfg, {false, nullptr});
     ASSERT_TRUE(a.ok()) << a.status().message();
     std::string first = metrics_without_wall(a->run_dir);
@@ -169,8 +138,8 @@ TEST(Train, BadInputsFailBeforeAnythingIsWritten) {
   expect_error(small_config(dir, dir.file("absent.npy")), "absent.npy: cannot open");
 
   RunConfig gpu = small_config(dir, data);
-  gpu.device = torch::cuda::is_available() ? "cuda:99" : "cuda";
-  expect_error(gpu, "device " + gpu.device + ": ");
+  gpu.execution.device = torch::cuda::is_available() ? "cuda:99" : "cuda";
+  expect_error(gpu, "device " + gpu.execution.device + ": ");
 }
 
 TEST(Autoencoder, InitialWeightsDependOnTheSeedAlone) {

@@ -38,6 +38,19 @@ class CsvWriter {
   size_t in_row_ = 0;
 };
 
+// A CSV file of the run store read back: the header and every row as numbers (nan/inf included).
+struct CsvTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+
+  // Index of `name` in columns, or -1.
+  int column(const std::string& name) const;
+};
+
+// Reads a numeric CSV written by CsvWriter. Errors name the file and line: a row with the wrong number
+// of fields, or a field that is not a number.
+Result<CsvTable> read_csv(const std::string& path);
+
 // The shortest decimal that reads back as exactly `v`.
 std::string format_double(double v);
 

@@ -14,27 +14,60 @@
 
 namespace saddlescope::trainer {
 
-struct RunConfig {
-  std::string model = "autoencoder";    // autoencoder
-  std::vector<int64_t> hidden = {256, 64};  // encoder widths; the decoder mirrors them
-  std::string data = "mnist";           // mnist | npy:X.npy[,Y.npy]
-  std::string data_dir;                 // default: $SADDLESCOPE_DATA_DIR, else "data"
-  std::string device = "cpu";           // cpu | cuda | cuda:N
-  int64_t threads = 0;                  // intra-op (and BLAS) threads; default: all cores
-  int64_t seed = 0;                     // initial weights
-  int64_t data_seed = -1;               // example order; default: = seed
-  int64_t steps = 2000;                 // optimiser steps
-  int64_t batch_size = 1;               // examples per step (the seed study used 1)
-  double lr = 1e-3;                     // Adam learning rate
-  int64_t log_every = 100;              // metrics are read from the device and written every k steps
-  std::string out = "runs";             // study directory; the run goes to <out>/runs/<run-id>/
+// Every setting of the execution that can change a result's bits. Applied to LibTorch's global
+// context before the first CUDA call (execution.h); recorded in the manifest and the run id.
+struct ExecutionConfig {
+  std::string device = "cpu";             // cpu | cuda | cuda:N
+  int64_t threads = 0;                    // intra-op (and BLAS) threads; default: all cores
+  std::string dtype = "float32";          // float32 | float64 (model, data and optimiser state)
+  std::string deterministic = "off";      // off | strict | warn: LibTorch's deterministic algorithms
+  bool cudnn = true;                      // CUDA only: cuDNN enabled
+  bool cudnn_benchmark = false;           // CUDA only: autotuned (timing-dependent) algorithm choice
+  bool cudnn_deterministic = false;       // CUDA only: deterministic cuDNN algorithms only
+  bool tf32_matmul = false;               // CUDA only: TF32 tensor cores for float32 matmul
+  bool tf32_cudnn = true;                 // CUDA only: TF32 for cuDNN convolutions (LibTorch's default)
+  std::string cublas_workspace = "default";  // CUDA only: CUBLAS_WORKSPACE_CONFIG (:4096:8, :16:8);
+                                             // "default" = unset, or :4096:8 when deterministic
+};
 
-  // Every field, resolved, as JSON (the manifest's "config").
+// A controlled perturbation (ablation), with its own seed: does an effect need the hardware, or does
+// noise of a given size do the same?
+struct Perturbation {
+  std::string kind = "none";  // none | shuffle-reduction | gaussian | stochastic-rounding | bitflip
+  double sigma = 0;           // gaussian: noise size relative to the gradient norm (or element)
+  bool elementwise = false;   // gaussian: relative to each element's magnitude instead
+  std::string param;          // bitflip: parameter name ("" = the last one, the output bias)
+  int64_t index = 0;          // bitflip: flat index of the element whose last mantissa bit flips
+  int64_t seed = 0;           // the perturbation's own random stream
+
+  // "gaussian:1e-07:element", "bitflip:encoder.fc1.weight:12": the spec as written in configs.
+  std::string spec() const;
+};
+
+struct RunConfig {
+  std::string model = "autoencoder";        // autoencoder
+  std::vector<int64_t> hidden = {256, 64};  // encoder widths; the decoder mirrors them
+  std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy]
+  std::string data_dir;                     // default: $SADDLESCOPE_DATA_DIR, else "data"
+  ExecutionConfig execution;
+  int64_t seed = 0;                         // initial weights
+  int64_t data_seed = -1;                   // example order; default: = seed
+  std::string init_from;                    // "" or a run directory / snapshot directory of .npy
+  Perturbation perturbation;
+  int64_t steps = 2000;                     // optimiser steps
+  int64_t batch_size = 1;                   // examples per step (the seed study used 1)
+  double lr = 1e-3;                         // Adam learning rate
+  int64_t log_every = 100;                  // metrics are read from the device and written every k steps
+  int64_t snapshot_every = 0;               // parameter snapshots every k steps (0: first and last only)
+  bool snapshot_grads = false;              // also snapshot the gradients
+  std::string out = "runs";                 // study directory; the run goes to <out>/runs/<run-id>/
+
+  // Every key, resolved, as JSON (the manifest's "config"): flat, one entry per config key.
   nlohmann::json to_json() const;
-  // The fields that determine the result (not out, data_dir, log_every), canonical JSON: hashed into
-  // the run id.
+  // The keys that determine the result (not out, data_dir, log_every, snapshot cadence), canonical
+  // JSON: hashed into the run id.
   std::string identity() const;
-  // "autoencoder-cpu-t1-s7": readable part of the run id.
+  // "autoencoder-cuda-cudnn-det-t16-s7": the readable part of the run id.
   std::string run_prefix() const;
 };
 
@@ -49,10 +82,13 @@ class ConfigBuilder {
   Status load_toml(const std::string& path);
   // Sets `key` from a flag's text (origin "--key"). Same checks as the file.
   Status set_flag(const std::string& key, const std::string& text);
-  // Applies defaults (data_dir, threads, data_seed) and cross-field checks.
+  // Applies defaults (data_dir, threads, data_seed, cublas_workspace) and cross-field checks (CUDA-only
+  // settings changed for a CPU device, stochastic rounding outside float32).
   Result<RunConfig> resolve() const;
 
  private:
+  std::string where(const std::string& key) const;  // origin of `key`, for messages
+
   RunConfig cfg_;
   std::map<std::string, std::string> origin_;  // key -> "file:line" or "--flag"
 };

@@ -1,17 +1,20 @@
-// Applying a run's execution settings to the process before any work: device checks and threads.
+// Applying a run's execution settings to the process before any work: device checks, threads, cuDNN,
+// deterministic algorithms, TF32 and the cuBLAS workspace, all through LibTorch's global context.
 #pragma once
 
-#include <string>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saddlescope/base/status.h"
 
 namespace saddlescope::trainer {
 
-struct RunConfig;
+struct ExecutionConfig;
 
-// Checks that cfg.device exists in this build and machine ("cuda" on a CPU-only LibTorch is an error)
-// and sets intra-op threads and, when the BLAS is OpenBLAS, its threads to cfg.threads.
-Status apply_execution(const RunConfig& cfg);
+// Checks that e.device exists in this build and machine ("cuda" on a CPU-only LibTorch is an error),
+// then applies every setting. REQUIRES: called before the first CUDA operation of the process (the
+// cuBLAS workspace is read when cuBLAS starts). Returns the settings as LibTorch reports them after
+// applying, for the manifest.
+Result<nlohmann::json> apply_execution(const ExecutionConfig& e);
 
 // Sets LibTorch's intra-op threads and, when the BLAS is OpenBLAS, its threads to `n`.
 void set_threads(int n);

@@ -1,0 +1,201 @@
+#include "saddlescope/analysis/divergence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "saddlescope/store/csv.h"
+#include "saddlescope/store/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope::analysis {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Maps a float's bits to an integer that is monotone in the float's value (so that the difference of
+// two such integers counts the representable values between them).
+template <class Float, class Int, class UInt>
+Int ordered(Float x) {
+  UInt u;
+  std::memcpy(&u, &x, sizeof u);
+  Int i = static_cast<Int>(u & (~UInt(0) >> 1));
+  return (u >> (sizeof(UInt) * 8 - 1)) ? -i : i;
+}
+
+// Snapshot steps of a run: step -> directory.
+Result<std::map<int64_t, std::string>> snapshot_steps(const std::string& run) {
+  fs::path dir = fs::path(run) / "snapshots";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return Status::Error(run + ": no snapshots/ (train with --snapshot-every, or a newer saddlescope)");
+  std::map<int64_t, std::string> steps;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && name.size() > 5 &&
+        name.find_first_not_of("0123456789", 5) == std::string::npos)
+      steps[std::stoll(name.substr(5))] = e.path().string();
+  }
+  return steps;
+}
+
+// Parameter files (not gradients) of a snapshot directory, by name.
+std::vector<std::string> parameter_names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0 &&
+        (n.size() < 9 || n.compare(n.size() - 9, 9, ".grad.npy") != 0))
+      names.push_back(n.substr(0, n.size() - 4));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Element i of a float32/float64 array as double.
+double element(const store::NpyArray& a, int64_t i) {
+  return a.dtype == store::Dtype::kFloat64 ? a.data<double>()[i] : a.data<float>()[i];
+}
+
+Status compare_param(const std::string& file_a, const std::string& file_b, SnapshotDivergence* out,
+                     double* diff_sq, double* norm_sq, bool* same_format) {
+  auto a = store::read_npy(file_a);
+  if (!a) return a.status();
+  auto b = store::read_npy(file_b);
+  if (!b) return b.status();
+  if (a->shape != b->shape) return Status::Error(file_b + ": shape differs from " + file_a);
+  for (const auto* x : {&*a, &*b})
+    if (x->dtype == store::Dtype::kUInt8) return Status::Error(file_a + ": parameters must be float32 or float64");
+  bool both64 = a->dtype == store::Dtype::kFloat64 && b->dtype == store::Dtype::kFloat64;
+  bool same = a->dtype == b->dtype;
+  *same_format = *same_format && same;
+  int64_t n = a->numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = element(*a, i), y = element(*b, i);
+    bool differ = same ? std::memcmp(a->bytes.data() + i * store::dtype_size(a->dtype),
+                                     b->bytes.data() + i * store::dtype_size(b->dtype), store::dtype_size(a->dtype)) != 0
+                       : !(x == y);
+    if (!differ) continue;
+    ++out->differing;
+    double ulp = both64 ? ulp_distance(x, y) : ulp_distance(static_cast<float>(x), static_cast<float>(y));
+    out->max_ulp = std::max(out->max_ulp, ulp);
+    *diff_sq += (x - y) * (x - y);
+  }
+  for (int64_t i = 0; i < n; ++i) *norm_sq += element(*a, i) * element(*a, i);
+  out->elements += n;
+  return Status::Ok();
+}
+
+// step -> loss from a run's metrics.csv.
+Result<std::map<int64_t, double>> losses(const std::string& run) {
+  auto t = store::read_csv(run + "/metrics.csv");
+  if (!t) return t.status();
+  int step = t->column("step"), loss = t->column("loss");
+  if (step < 0 || loss < 0) return Status::Error(run + "/metrics.csv: lacks the step or loss column");
+  std::map<int64_t, double> m;
+  for (const auto& r : t->rows) m[static_cast<int64_t>(r[step])] = r[loss];
+  return m;
+}
+
+}  // namespace
+
+double ulp_distance(float x, float y) {
+  if (std::isnan(x) || std::isnan(y)) return INFINITY;
+  return std::fabs(static_cast<double>(ordered<float, int64_t, uint32_t>(x) - ordered<float, int64_t, uint32_t>(y)));
+}
+
+double ulp_distance(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return INFINITY;
+  // Differences of the ordered 64-bit integers can exceed int64: subtract in long double.
+  return std::fabs(static_cast<long double>(ordered<double, int64_t, uint64_t>(x)) -
+                   static_cast<long double>(ordered<double, int64_t, uint64_t>(y)));
+}
+
+Result<Divergence> diverge(const std::string& a, const std::string& b) {
+  auto steps_a = snapshot_steps(a);
+  if (!steps_a) return steps_a.status();
+  auto steps_b = snapshot_steps(b);
+  if (!steps_b) return steps_b.status();
+  auto loss_a = losses(a);
+  if (!loss_a) return loss_a.status();
+  auto loss_b = losses(b);
+  if (!loss_b) return loss_b.status();
+
+  Divergence d;
+  for (const auto& [step, la] : *loss_a) {
+    auto it = loss_b->find(step);
+    if (it == loss_b->end()) continue;
+    ++d.loss_steps;
+    if (!d.first_loss_step && std::memcmp(&la, &it->second, sizeof la) != 0) d.first_loss_step = step;
+  }
+
+  for (const auto& [step, dir_a] : *steps_a) {
+    auto it = steps_b->find(step);
+    if (it == steps_b->end()) continue;
+    const std::string& dir_b = it->second;
+    std::vector<std::string> names = parameter_names(dir_a);
+    if (names != parameter_names(dir_b))
+      return Status::Error(dir_b + ": holds other parameters than " + dir_a + " (different models?)");
+    SnapshotDivergence s;
+    s.step = step;
+    double diff_sq = 0, norm_sq = 0;
+    for (const auto& name : names) {
+      int64_t before = s.differing;
+      SADDLESCOPE_RETURN_IF_ERROR(compare_param(dir_a + "/" + name + ".npy", dir_b + "/" + name + ".npy", &s,
+                                                &diff_sq, &norm_sq, &d.same_format));
+      if (s.first_param.empty() && s.differing > before) s.first_param = name;
+    }
+    s.rel_l2 = norm_sq > 0 ? std::sqrt(diff_sq / norm_sq) : (diff_sq > 0 ? INFINITY : 0.0);
+    auto la = loss_a->find(step);
+    auto lb = loss_b->find(step);
+    s.loss_a = la == loss_a->end() ? kNaN : la->second;
+    s.loss_b = lb == loss_b->end() ? kNaN : lb->second;
+    if (!d.first_param_step && s.differing > 0) d.first_param_step = step;
+    d.snapshots.push_back(s);
+  }
+  if (d.snapshots.empty()) return Status::Error(a + " and " + b + " have no snapshot step in common");
+  return d;
+}
+
+std::string summarize(const Divergence& d, const std::string& a, const std::string& b) {
+  const SnapshotDivergence& first = d.snapshots.front();
+  const SnapshotDivergence& last = d.snapshots.back();
+  std::string s = fmt::format("A = {}\nB = {}\n", a, b);
+  if (first.differing == 0)
+    s += fmt::format("At step {} the parameters are identical {}. ", first.step,
+                     d.same_format ? "bit for bit" : "in value (one run stores them in float64)");
+  else
+    s += fmt::format("At step {} already {} of {} parameters differ (max {} ULP, first in {}). ", first.step,
+                     first.differing, first.elements, first.max_ulp, first.first_param);
+  if (d.first_loss_step)
+    s += fmt::format("Their losses first differ at step {} (of {} steps compared)", *d.first_loss_step, d.loss_steps);
+  else
+    s += fmt::format("Their losses are bitwise identical over all {} steps compared", d.loss_steps);
+  if (d.first_param_step)
+    s += fmt::format("; parameters first differ at snapshot step {}. ", *d.first_param_step);
+  else
+    s += fmt::format(" and every common snapshot is bitwise identical. ");
+  s += fmt::format("At the last common snapshot (step {}): ‖θa−θb‖/‖θa‖ = {:.3g}, {} of {} elements differ, max "
+                   "distance {} ULP",
+                   last.step, last.rel_l2, last.differing, last.elements, last.max_ulp);
+  if (!std::isnan(last.loss_a)) s += fmt::format(", loss {:.6g} vs {:.6g}", last.loss_a, last.loss_b);
+  return s + ".\n";
+}
+
+std::string to_csv(const Divergence& d) {
+  std::string out = "step,rel_l2,max_ulp,differing,elements,first_param,loss_a,loss_b,loss_diff\n";
+  for (const auto& s : d.snapshots)
+    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.step, store::format_double(s.rel_l2),
+                       store::format_double(s.max_ulp), s.differing, s.elements, s.first_param,
+                       store::format_double(s.loss_a), store::format_double(s.loss_b),
+                       store::format_double(s.loss_b - s.loss_a));
+  return out;
+}
+
+}  // namespace saddlescope::analysis

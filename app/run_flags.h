@@ -1,0 +1,35 @@
+// The flags of every command that starts trainings (train, repeatability): --config FILE and one flag
+// per config key, so that the file and the command line can never disagree on names.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <CLI/App.hpp>
+
+#include "saddlescope/base/status.h"
+#include "saddlescope/trainer/config.h"
+
+namespace saddlescope::app {
+
+class RunFlags {
+ public:
+  // Registers the flags on `sub`. The object must outlive parsing (hold it in a shared_ptr).
+  explicit RunFlags(CLI::App* sub);
+  RunFlags(const RunFlags&) = delete;
+  RunFlags& operator=(const RunFlags&) = delete;
+
+  // The config: the file (when given), then the flags that were given, then defaults. Errors name the
+  // file and line or the flag.
+  Result<trainer::RunConfig> resolve() const;
+
+ private:
+  CLI::App* sub_;
+  std::string config_;
+  std::map<std::string, std::string> values_;  // config key -> flag text
+};
+
+// "--batch-size" for the key "batch_size".
+std::string flag_name(const std::string& key);
+
+}  // namespace saddlescope::app

@@ -1,0 +1,53 @@
+// Controlled perturbations (ablations) of a training run, each driven by its own seed:
+//   shuffle-reduction    every step, the batch's examples in a fresh order: same examples, another
+//                        summation order (the CPU analogue of nondeterministic GPU reductions)
+//   gaussian:σ[:element] zero-mean Gaussian noise added to the gradient, of norm ≈ σ‖g‖ (or of
+//                        standard deviation σ|g_i| per element)
+//   stochastic-rounding  Adam's update computed in float64 and stochastically rounded to float32
+//   bitflip[:P[:I]]      the last mantissa bit of element I (default 0) of parameter P (default: the
+//                        last, the output bias) flipped at step 0
+// Random draws happen on the CPU and are copied to the device, so CPU and GPU runs get the same noise.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json_fwd.hpp>
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+
+#include "saddlescope/base/status.h"
+#include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/snapshot.h"
+
+namespace saddlescope::trainer {
+
+class Perturber {
+ public:
+  Perturber(const Perturbation& p, double lr);
+  ~Perturber();
+
+  // Before training, on the CPU parameters: the bit flip. An unknown parameter or an index out of
+  // range is an error. Returns what was done, for the manifest (null when nothing).
+  Result<nlohmann::json> at_start(NamedTensors& params);
+  // The batch to train on: `x` itself, or its rows in a fresh order.
+  torch::Tensor batch(const torch::Tensor& x);
+  // Adds gradient noise, when asked for. REQUIRES: after backward.
+  void gradients(const std::vector<torch::Tensor>& params);
+  // The optimiser step: adam.step(), or the float64 step rounded stochastically into the parameters.
+  void step(torch::optim::Adam& adam, const std::vector<torch::Tensor>& params);
+
+ private:
+  Perturbation p_;
+  double lr_;
+  at::Generator gen_;
+  // stochastic-rounding: float64 shadows of the parameters and their own Adam.
+  std::vector<torch::Tensor> shadow_;
+  std::unique_ptr<torch::optim::Adam> adam64_;
+};
+
+// Rounds each element of the float64 tensor `x` to one of its two neighbouring float32 values, up with
+// probability equal to its distance from the lower one over the gap (unbiased: E[result] = x).
+// `u` holds uniform [0, 1) draws of x's shape. Exposed for tests.
+torch::Tensor stochastic_round(const torch::Tensor& x, const torch::Tensor& u);
+
+}  // namespace saddlescope::trainer

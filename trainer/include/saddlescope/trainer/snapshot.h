@@ -1,0 +1,31 @@
+// Parameter and gradient snapshots, one NumPy .npy file per parameter so that numpy.load reads them:
+//   <run>/snapshots/step-00000100/encoder.fc1.weight.npy        parameters θ_t (before update t)
+//   <run>/snapshots/step-00000100/encoder.fc1.weight.grad.npy   gradient at θ_t (when asked for)
+// The last snapshot holds the final parameters θ_steps (no gradient).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/types.h>
+#include <torch/ordered_dict.h>
+
+#include "saddlescope/base/status.h"
+
+namespace saddlescope::trainer {
+
+using NamedTensors = torch::OrderedDict<std::string, torch::Tensor>;
+
+// "<run_dir>/snapshots/step-%08d".
+std::string snapshot_dir(const std::string& run_dir, int64_t step);
+
+// Writes every parameter (and its gradient when `with_grads` and defined) of `params` into `dir`,
+// which is created. Copies from the device (a synchronisation): call at snapshot steps only.
+Status save_snapshot(const std::string& dir, const NamedTensors& params, bool with_grads);
+
+// Copies parameters into `params` (CPU tensors) from `path`: a run directory (its step-0 snapshot,
+// i.e. that run's exact initial weights) or a snapshot directory. Every parameter must be there with
+// its shape; float32 files may widen into a float64 model, float64 files never narrow into float32.
+Status load_parameters(const std::string& path, NamedTensors& params);
+
+}  // namespace saddlescope::trainer

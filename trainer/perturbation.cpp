@@ -1,0 +1,104 @@
+#include "saddlescope/trainer/perturbation.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+namespace saddlescope::trainer {
+namespace {
+
+// Flips the lowest mantissa bit of element `i` of the contiguous CPU tensor `t`; returns the value
+// before and after as hex floats.
+template <class Float, class Bits>
+std::pair<std::string, std::string> flip_last_bit(torch::Tensor& t, int64_t i) {
+  Float* data = t.data_ptr<Float>();
+  std::string before = fmt::format("{:a}", data[i]);
+  Bits bits;
+  std::memcpy(&bits, data + i, sizeof bits);
+  bits ^= 1;
+  std::memcpy(data + i, &bits, sizeof bits);
+  return {before, fmt::format("{:a}", data[i])};
+}
+
+}  // namespace
+
+Perturber::Perturber(const Perturbation& p, double lr)
+    : p_(p), lr_(lr), gen_(at::detail::createCPUGenerator(static_cast<uint64_t>(p.seed))) {}
+
+Perturber::~Perturber() = default;
+
+Result<nlohmann::json> Perturber::at_start(NamedTensors& params) {
+  if (p_.kind != "bitflip") return nlohmann::json();
+  // Default: the output layer's bias, which every prediction uses (an input weight may multiply a pixel
+  // that is always 0, so its flipped bit would never matter).
+  std::string name = p_.param.empty() ? (params.end() - 1)->key() : p_.param;
+  torch::Tensor* t = params.find(name);
+  if (!t) return Status::Error("perturbation bitflip: the model has no parameter '" + name + "'");
+  if (p_.index >= t->numel())
+    return Status::Error(fmt::format("perturbation bitflip: index {} is out of range for {} ({} elements)",
+                                     p_.index, name, t->numel()));
+  SADDLESCOPE_CHECK(t->device().is_cpu() && t->is_contiguous());
+  torch::NoGradGuard no_grad;
+  torch::Tensor data = t->detach();
+  auto [before, after] = t->scalar_type() == torch::kFloat64 ? flip_last_bit<double, uint64_t>(data, p_.index)
+                                                             : flip_last_bit<float, uint32_t>(data, p_.index);
+  return nlohmann::json{{"param", name}, {"index", p_.index}, {"before", before}, {"after", after}};
+}
+
+torch::Tensor Perturber::batch(const torch::Tensor& x) {
+  if (p_.kind != "shuffle-reduction" || x.size(0) < 2) return x;
+  torch::Tensor order = torch::randperm(x.size(0), gen_, torch::kInt64).to(x.device());
+  return x.index_select(0, order);
+}
+
+void Perturber::gradients(const std::vector<torch::Tensor>& params) {
+  if (p_.kind != "gaussian") return;
+  torch::NoGradGuard no_grad;
+  torch::Tensor scale;  // per-element standard deviation of the noise, or its global value
+  if (!p_.elementwise) {
+    std::vector<torch::Tensor> sq;
+    int64_t n = 0;
+    for (const auto& p : params) sq.push_back(p.grad().pow(2).sum()), n += p.numel();
+    scale = torch::stack(sq).sum().sqrt() * (p_.sigma / std::sqrt(static_cast<double>(n)));
+  }
+  for (const auto& p : params) {
+    torch::Tensor z = torch::randn(p.sizes(), gen_, torch::TensorOptions().dtype(p.scalar_type())).to(p.device());
+    torch::Tensor g = p.grad();
+    g.add_(p_.elementwise ? z * g.abs() * p_.sigma : z * scale);
+  }
+}
+
+void Perturber::step(torch::optim::Adam& adam, const std::vector<torch::Tensor>& params) {
+  if (p_.kind != "stochastic-rounding") {
+    adam.step();
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  if (!adam64_) {
+    for (const auto& p : params) shadow_.push_back(p.detach().to(torch::kFloat64).requires_grad_(true));
+    adam64_ = std::make_unique<torch::optim::Adam>(shadow_, torch::optim::AdamOptions(lr_));
+  }
+  for (size_t i = 0; i < params.size(); ++i) shadow_[i].mutable_grad() = params[i].grad().to(torch::kFloat64);
+  adam64_->step();
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor u = torch::rand(shadow_[i].sizes(), gen_, torch::kFloat64).to(shadow_[i].device());
+    params[i].detach().copy_(stochastic_round(shadow_[i].detach(), u));
+    shadow_[i].detach().copy_(params[i].detach());  // the next update starts from the rounded value
+  }
+}
+
+torch::Tensor stochastic_round(const torch::Tensor& x, const torch::Tensor& u) {
+  torch::Tensor nearest = x.to(torch::kFloat32);
+  torch::Tensor near64 = nearest.to(torch::kFloat64);
+  // The other neighbour lies on the far side of x from the nearest float32.
+  torch::Tensor toward = torch::where(x > near64, torch::full_like(nearest, INFINITY), torch::full_like(nearest, -INFINITY));
+  torch::Tensor other = torch::nextafter(nearest, toward);
+  torch::Tensor gap = (other.to(torch::kFloat64) - near64).abs();
+  torch::Tensor p_other = torch::where(gap > 0, (x - near64).abs() / gap, torch::zeros_like(x));
+  return torch::where(u < p_other, other, nearest);
+}
+
+}  // namespace saddlescope::trainer

@@ -1,0 +1,73 @@
+#include "saddlescope/trainer/snapshot.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "saddlescope/store/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope::trainer {
+namespace {
+
+Status write_tensor(const std::string& path, const torch::Tensor& t) {
+  torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+  store::Dtype dtype = c.scalar_type() == torch::kFloat64 ? store::Dtype::kFloat64 : store::Dtype::kFloat32;
+  SADDLESCOPE_CHECK(c.scalar_type() == torch::kFloat64 || c.scalar_type() == torch::kFloat32);
+  std::vector<int64_t> shape(c.sizes().begin(), c.sizes().end());
+  return store::write_npy(path, dtype, shape, c.data_ptr());
+}
+
+template <class Dims>
+std::string shape_str(const Dims& dims) {
+  std::string s = "(";
+  for (auto d : dims) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+  return s + ")";
+}
+
+}  // namespace
+
+std::string snapshot_dir(const std::string& run_dir, int64_t step) {
+  return fmt::format("{}/snapshots/step-{:08d}", run_dir, step);
+}
+
+Status save_snapshot(const std::string& dir, const NamedTensors& params, bool with_grads) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::Error(dir + ": cannot create: " + ec.message());
+  for (const auto& item : params) {
+    SADDLESCOPE_RETURN_IF_ERROR(write_tensor(dir + "/" + item.key() + ".npy", item.value()));
+    if (with_grads && item.value().grad().defined())
+      SADDLESCOPE_RETURN_IF_ERROR(write_tensor(dir + "/" + item.key() + ".grad.npy", item.value().grad()));
+  }
+  return Status::Ok();
+}
+
+Status load_parameters(const std::string& path, NamedTensors& params) {
+  std::string dir = fs::exists(fs::path(path) / "manifest.json") ? snapshot_dir(path, 0) : path;
+  if (!fs::is_directory(dir) || (!params.is_empty() && !fs::exists(dir + "/" + params.begin()->key() + ".npy")))
+    return Status::Error("init_from: " + path + " is neither a run directory (with manifest.json) nor a " +
+                         "snapshot directory (with " + params.begin()->key() + ".npy)");
+  torch::NoGradGuard no_grad;
+  for (auto& item : params) {
+    std::string file = dir + "/" + item.key() + ".npy";
+    auto a = store::read_npy(file);
+    if (!a) return Status::Error("init_from: " + a.status().message());
+    torch::Tensor& p = item.value();
+    if (a->shape != std::vector<int64_t>(p.sizes().begin(), p.sizes().end()))
+      return Status::Error("init_from: " + file + ": shape " + shape_str(a->shape) + " does not match the model's " +
+                           item.key() + " " + shape_str(p.sizes()));
+    bool f64_file = a->dtype == store::Dtype::kFloat64;
+    if (a->dtype == store::Dtype::kUInt8 || (f64_file && p.scalar_type() == torch::kFloat32))
+      return Status::Error("init_from: " + file + ": element type " + store::dtype_descr(a->dtype) +
+                           " cannot be loaded into a " + std::string(c10::toString(p.scalar_type())) +
+                           " model without rounding");
+    auto source = torch::from_blob(a->bytes.data(), p.sizes(), f64_file ? torch::kFloat64 : torch::kFloat32);
+    p.copy_(source);  // exact: same type, or float32 widened to float64
+  }
+  return Status::Ok();
+}
+
+}  // namespace saddlescope::trainer
