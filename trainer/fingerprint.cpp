@@ -47,15 +47,25 @@ nlohmann::json blas_info() {
     if (slash == std::string::npos) continue;
     std::string path = line.substr(slash);
     std::string name = path.substr(path.rfind('/') + 1);
-    if (name.find("blas") != std::string::npos || name.find("mkl") != std::string::npos) libs.insert(path);
+    bool cpu_blas = name.find("blas") != std::string::npos || name.find("mkl") != std::string::npos;
+    if (cpu_blas && name.find("cublas") == std::string::npos) libs.insert(path);  // cuBLAS is the GPU's
   }
   nlohmann::json j = {{"libraries", std::vector<std::string>(libs.begin(), libs.end())}};
+  // A BLAS linked statically into libtorch (MKL in PyTorch's wheels) is not a separate mapping; the
+  // build configuration names it.
+  std::string config = at::show_config();
+  auto at = config.find("BLAS_INFO=");
+  j["libtorch_blas_info"] = at == std::string::npos ? "" : config.substr(at + 10, config.find_first_of(", \n", at) - at - 10);
   using GetString = char* (*)();
   if (auto config = reinterpret_cast<GetString>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
     j["openblas_config"] = config();
   if (auto core = reinterpret_cast<GetString>(dlsym(RTLD_DEFAULT, "openblas_get_corename")))
     j["openblas_core"] = core();
-  j["name"] = j.contains("openblas_config") ? "OpenBLAS" : libs.empty() ? "none found" : "other";
+  std::string info = j["libtorch_blas_info"];
+  j["name"] = j.contains("openblas_config") ? "OpenBLAS"
+              : !libs.empty()                ? "other"
+              : info.empty()                 ? "none found"
+                                             : info + " (linked into libtorch)";
   return j;
 }
 

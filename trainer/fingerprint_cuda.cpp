@@ -15,17 +15,17 @@ namespace {
 
 std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
-// The kernel driver's version, e.g. "580.65.06", from the NVIDIA module's /proc entry.
+// The kernel driver's version, e.g. "580.65.06": the first dotted number on the first line of the
+// NVIDIA module's /proc entry ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06 ...").
 std::string driver_version() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   std::getline(in, line);
-  auto kernel = line.find("Kernel Module");
-  if (kernel == std::string::npos) return "unknown";
-  std::istringstream ss(line.substr(kernel + 13));
-  std::string v;
-  ss >> v;
-  return v;
+  std::istringstream ss(line);
+  for (std::string word; ss >> word;)
+    if (word.find('.') != std::string::npos && word.find_first_not_of("0123456789.") == std::string::npos)
+      return word;
+  return "unknown";
 }
 
 }  // namespace
