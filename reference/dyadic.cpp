@@ -2,6 +2,7 @@
 
 #include <gmp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -52,21 +53,21 @@ double round_to(const Dyadic& x, int p, int emin) {
 }  // namespace
 
 Dyadic make_dyadic(bool negative, std::vector<uint32_t> digits, int exponent) {
-  size_t low = 0;
-  while (low < digits.size() && digits[low] == 0) ++low;
-  if (low == digits.size()) return Dyadic{};
-  digits.erase(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(low));
-  exponent += 32 * static_cast<int>(low);
-  const int shift = __builtin_ctz(digits[0]);
-  if (shift > 0) {
-    for (size_t i = 0; i < digits.size(); ++i) {
-      const uint32_t next = i + 1 < digits.size() ? digits[i + 1] : 0u;
-      digits[i] = (digits[i] >> shift) | (next << (32 - shift));
-    }
-    exponent += shift;
+  size_t low = 0, high = digits.size();
+  while (low < high && digits[low] == 0) ++low;
+  if (low == high) return Dyadic{};
+  while (digits[high - 1] == 0) --high;
+  // One pass: drop the low zero digits and shift out the low zero bits together (on every exact
+  // evaluation's path, so no erase and second pass).
+  const int shift = __builtin_ctz(digits[low]);
+  const size_t count = high - low;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t cur = digits[low + i], next = i + 1 < count ? digits[low + i + 1] : 0u;
+    digits[i] = shift == 0 ? cur : (cur >> shift) | (next << (32 - shift));
   }
-  while (digits.back() == 0) digits.pop_back();
-  return Dyadic{negative, std::move(digits), exponent};
+  digits.resize(count);
+  if (digits.back() == 0) digits.pop_back();
+  return Dyadic{negative, std::move(digits), exponent + 32 * static_cast<int>(low) + shift};
 }
 
 Dyadic to_dyadic(double x) {
@@ -95,6 +96,25 @@ float round_to_float(const Dyadic& x) {
   const double r = round_to(x, 24, -126);
   if (std::fabs(r) >= 0x1p128) return r > 0 ? HUGE_VALF : -HUGE_VALF;  // the cast would be undefined
   return static_cast<float>(r);
+}
+
+Dyadic divide_for_rounding(const Dyadic& x, int64_t m) {
+  SADDLESCOPE_CHECK(m >= 1);
+  if (m == 1 || x.is_zero()) return x;
+  mpz_t z, q, r;
+  mpz_inits(z, q, r, nullptr);
+  mpz_import(z, x.magnitude.size(), -1, sizeof(uint32_t), 0, 0, x.magnitude.data());
+  const int m_bits = 64 - __builtin_clzll(static_cast<uint64_t>(m));
+  const int shift = std::max(0, 71 + m_bits - bit_length(x.magnitude));  // quotient >= 2^70
+  mpz_mul_2exp(z, z, static_cast<mp_bitcnt_t>(shift + 1));  // the +1 leaves the lowest bit for sticky
+  mpz_tdiv_qr_ui(q, r, z, static_cast<unsigned long>(m));
+  if (mpz_sgn(r) != 0) mpz_setbit(q, 0);  // sticky: the bits below the quotient's lowest are not all 0
+  std::vector<uint32_t> digits((mpz_sizeinbase(q, 2) + 31) / 32, 0);
+  size_t count = 0;
+  mpz_export(digits.data(), &count, -1, sizeof(uint32_t), 0, 0, q);
+  digits.resize(count);
+  mpz_clears(z, q, r, nullptr);
+  return make_dyadic(x.negative, std::move(digits), x.exponent - shift - 1);
 }
 
 std::string to_decimal(const Dyadic& x) {

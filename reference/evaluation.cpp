@@ -2,23 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
 
 #include "nonfinite.h"
+#include "reduction.h"
+#include "saddlescope/reference/elementwise.h"
 #include "saddlescope/reference/superaccumulator.h"
 
 namespace saddlescope::reference {
-namespace {
+namespace internal {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-template <class T>
-constexpr Format format_of() {
-  return sizeof(T) == 4 ? Format::kFloat32 : Format::kFloat64;
-}
 
 Status check_span(const char* what, const char* name, const void* p, int64_t n) {
   if (n < 0) return Status::Error(fmt::format("{}: {} has negative length {}", what, name, n));
@@ -36,57 +34,61 @@ void set_nonfinite(Evaluation& e, Kind kind) {
   e.abs_sum = kind == Kind::kNaN ? kNaN : kInf;
 }
 
-void set_finite(Evaluation& e, const SplitAccumulator& terms) {
-  e.exact = terms.sum();
-  e.f32 = round_to_float(e.exact);
-  e.f64 = round_to_double(e.exact);
-  e.abs_sum = round_to_double(terms.magnitude_sum());
+void set_rounded(Evaluation& e) {
+  if (e.divisor == 1) {  // no copy: this is on the path of every short reduction
+    e.f32 = round_to_float(e.exact);
+    e.f64 = round_to_double(e.exact);
+    return;
+  }
+  const Dyadic value = divide_for_rounding(e.exact, e.divisor);
+  e.f32 = round_to_float(value);
+  e.f64 = round_to_double(value);
 }
 
 template <class T>
-Result<Evaluation> sum_impl(const T* a, int64_t n) {
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("sum", "input", a, n));
+Evaluation reduce(Op op, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
   Evaluation e;
-  e.op = Op::kSum;
+  e.op = op;
   e.input_format = format_of<T>();
-  e.n = n;
-  SplitAccumulator terms;
-  bool finite = true;
-  for (int64_t i = 0; i < n; ++i) {
-    terms.add(a[i]);
-    finite &= std::isfinite(a[i]);
-  }
-  if (finite) {
-    set_finite(e, terms);
+  e.n = e.rounding_steps = n;
+  // Finiteness first, in its own (vectorisable) pass: the accumulation then needs no test per term.
+  if (all_finite(a, sa, n) && (b == nullptr || all_finite(b, sb, n))) {
+    SplitAccumulator terms;
+    terms.add_all(a, sa, b, sb, n);
+    e.exact = terms.sum();
+    set_rounded(e);
+    e.abs_sum = round_to_double(terms.magnitude_sum());
   } else {
-    set_nonfinite(e, internal::nonfinite_kind<T>(a, nullptr, n, &e.first_nonfinite));
+    set_nonfinite(e, nonfinite_kind<T>(a, sa, b, sb, n, &e.first_nonfinite));
   }
   return e;
+}
+
+template Evaluation reduce<float>(Op, const float*, int64_t, const float*, int64_t, int64_t);
+template Evaluation reduce<double>(Op, const double*, int64_t, const double*, int64_t, int64_t);
+
+}  // namespace internal
+
+namespace {
+
+using internal::kInf;
+using internal::kNaN;
+
+template <class T>
+Result<Evaluation> sum_impl(const T* a, int64_t n) {
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("sum", "input", a, n));
+  return internal::reduce<T>(Op::kSum, a, 1, nullptr, 0, n);
 }
 
 template <class T>
 Result<Evaluation> dot_impl(const T* a, int64_t na, const T* b, int64_t nb) {
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("dot", "a", a, na));
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("dot", "b", b, nb));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("dot", "a", a, na));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("dot", "b", b, nb));
   if (na != nb) {
     return Status::Error(fmt::format("dot: lengths differ: a has {} elements, b has {}", na, nb));
   }
-  Evaluation e;
-  e.op = Op::kDot;
-  e.input_format = format_of<T>();
-  e.n = na;
-  SplitAccumulator terms;
-  bool finite = true;
-  for (int64_t i = 0; i < na; ++i) {
-    terms.add_product(a[i], b[i]);
-    finite &= std::isfinite(a[i]) & std::isfinite(b[i]);
-  }
-  if (finite) {
-    set_finite(e, terms);
-  } else {
-    set_nonfinite(e, internal::nonfinite_kind<T>(a, b, na, &e.first_nonfinite));
-  }
-  return e;
+  static const T kNone = 0;  // a null b with length 0 must still mean "dot", not "sum"
+  return internal::reduce<T>(Op::kDot, a, 1, b ? b : &kNone, 1, na);
 }
 
 // Rounds x · 2^shift to the nearest double (exact scaling, one rounding).
@@ -96,10 +98,16 @@ double scaled(Dyadic x, int shift) {
   return round_to_double(x);
 }
 
+// log2 of ulp(exact / divisor) in format f; the subnormal ULP for 0.
+int value_ulp_exponent(const Evaluation& e, Format f) {
+  if (e.exact.is_zero()) return ulp_exponent(INT_MIN / 2, f);
+  return ulp_exponent(top_exponent(divide_for_rounding(e.exact, e.divisor)), f);
+}
+
 template <class T>
 ErrorReport assess_impl(const Evaluation& e, T observed) {
   ErrorReport r;
-  r.format = format_of<T>();
+  r.format = internal::format_of<T>();
   r.observed = observed;
   r.bound = e.bound(r.format);
   if (e.kind != Kind::kFinite || !std::isfinite(observed)) {
@@ -114,19 +122,20 @@ ErrorReport assess_impl(const Evaluation& e, T observed) {
     }
     return r;
   }
+  // d = observed · divisor - exact, so that error = d / divisor and rel_error = d / exact, both exactly.
+  SADDLESCOPE_CHECK(e.divisor >= 1 && e.divisor <= (int64_t{1} << 53));
   Superaccumulator difference;
-  difference.add(to_dyadic(observed));
+  difference.add_product(static_cast<double>(observed), static_cast<double>(e.divisor));
   difference.add(e.exact, /*negate=*/true);
   const Dyadic d = difference.value();
-  r.error = round_to_double(d);
+  const Dyadic error = divide_for_rounding(d, e.divisor);
+  r.error = round_to_double(error);
+  r.ulp_error = scaled(error, -value_ulp_exponent(e, r.format));
   if (e.exact.is_zero()) {
-    const int ulp = ulp_exponent(INT_MIN / 2, r.format);  // the subnormal ULP
-    r.ulp_error = scaled(d, -ulp);
     r.rel_error = d.is_zero() ? 0.0 : std::copysign(kInf, r.error);
   } else {
-    const int top = top_exponent(e.exact);
-    r.ulp_error = scaled(d, -ulp_exponent(top, r.format));
     // Both scaled by 2^-top so neither under- nor overflows: |exact| · 2^-top is in [1, 2).
+    const int top = top_exponent(e.exact);
     Dyadic magnitude = e.exact;
     magnitude.negative = false;
     r.rel_error = scaled(d, -top) / scaled(magnitude, -top);
@@ -142,7 +151,26 @@ ErrorReport assess_impl(const Evaluation& e, T observed) {
 
 }  // namespace
 
-const char* op_name(Op op) { return op == Op::kSum ? "sum" : "dot"; }
+bool is_elementwise(Op op) {
+  return op == Op::kSigmoid || op == Op::kTanh || op == Op::kRelu || op == Op::kExp;
+}
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::kSum: return "sum";
+    case Op::kDot: return "dot";
+    case Op::kMatmul: return "matmul";
+    case Op::kConv2d: return "conv2d";
+    case Op::kConv2dWeightGrad: return "conv2d_wgrad";
+    case Op::kMseLoss: return "mse_loss";
+    case Op::kMaeLoss: return "mae_loss";
+    case Op::kSigmoid: return "sigmoid";
+    case Op::kTanh: return "tanh";
+    case Op::kRelu: return "relu";
+    case Op::kExp: return "exp";
+  }
+  return "?";
+}
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -157,12 +185,19 @@ const char* kind_name(Kind k) {
 double Evaluation::bound(Format f) const {
   if (kind == Kind::kNaN) return kNaN;
   if (kind != Kind::kFinite) return kInf;
+  if (is_elementwise(op)) {
+    // ULPs of the value in f; beyond f's range, ULPs of its largest binade (exp(100) has no float32 ULP,
+    // and a finite observed value there is off by far more than a few of those).
+    const int ulp = std::min(value_ulp_exponent(*this, f), max_exponent(f) - precision(f) + 1);
+    return std::ldexp(allowed_ulps(op, input_format, f), ulp);
+  }
   if (n == 0 || abs_sum == 0) return 0;  // every term zero (or below binary64): no rounding error
-  return gamma_n(n, f) * abs_sum;
+  return gamma_n(rounding_steps, f) * abs_sum;
 }
 
 std::string Evaluation::exact_decimal() const {
-  return kind == Kind::kFinite ? to_decimal(exact) : kind_name(kind);
+  if (kind != Kind::kFinite) return kind_name(kind);
+  return divisor == 1 ? to_decimal(exact) : to_decimal(exact) + "/" + std::to_string(divisor);
 }
 
 Result<Evaluation> evaluate_sum(const float* a, int64_t n) { return sum_impl(a, n); }

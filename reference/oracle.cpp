@@ -1,13 +1,14 @@
 #include "saddlescope/reference/oracle.h"
 
 #include <fmt/format.h>
-#include <gmp.h>
 #include <mpfr.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <vector>
+
+#include "mpfr_dyadic.h"
+#include "reduction.h"
 
 namespace saddlescope::reference {
 namespace {
@@ -15,14 +16,6 @@ namespace {
 template <class T>
 constexpr int bits_of() {
   return sizeof(T) == 4 ? 24 : 53;
-}
-
-Status check_span(const char* what, const char* name, const void* p, int64_t n) {
-  if (n < 0) return Status::Error(fmt::format("{}: {} has negative length {}", what, name, n));
-  if (p == nullptr && n > 0) {
-    return Status::Error(fmt::format("{}: {} is null but has length {}", what, name, n));
-  }
-  return Status::Ok();
 }
 
 // Enough bits that every partial sum is exact: all terms are integer multiples of 2^bottom and their sum
@@ -45,20 +38,6 @@ mpfr_prec_t exact_precision(const T* a, const T* b, int64_t n) {
   int carry_bits = 1;
   while ((int64_t{1} << carry_bits) <= n) ++carry_bits;
   return std::max<mpfr_prec_t>(2 * p, top - bottom + carry_bits + 1);
-}
-
-// The exact value of x as a Dyadic. REQUIRES: x finite.
-Dyadic dyadic_of(const mpfr_t x) {
-  mpz_t z;
-  mpz_init(z);
-  const mpfr_exp_t e = mpfr_get_z_2exp(z, x);
-  std::vector<uint32_t> digits((mpz_sizeinbase(z, 2) + 31) / 32 + 1, 0);
-  size_t count = 0;
-  mpz_export(digits.data(), &count, -1, sizeof(uint32_t), 0, 0, z);
-  digits.resize(count);
-  const bool negative = mpz_sgn(z) < 0;
-  mpz_clear(z);
-  return make_dyadic(negative, std::move(digits), static_cast<int>(e));
 }
 
 // Sum (b == nullptr) or dot product, one MPFR operation per step, exactly as a textbook loop would.
@@ -94,14 +73,14 @@ Result<Evaluation> oracle_impl(const T* a, const T* b, int64_t n, const OracleOp
   Evaluation e;
   e.op = b ? Op::kDot : Op::kSum;
   e.input_format = p == 24 ? Format::kFloat32 : Format::kFloat64;
-  e.n = n;
+  e.n = e.rounding_steps = n;
   e.exact_is_exact = !inexact;
   if (mpfr_nan_p(sum)) {
     e.kind = Kind::kNaN;
   } else if (mpfr_inf_p(sum)) {
     e.kind = mpfr_sgn(sum) > 0 ? Kind::kPlusInf : Kind::kMinusInf;
   } else {
-    e.exact = dyadic_of(sum);
+    e.exact = internal::dyadic_of(sum);
   }
   for (int64_t i = 0; i < n && e.first_nonfinite < 0; ++i) {
     if (!std::isfinite(a[i]) || (b && !std::isfinite(b[i]))) e.first_nonfinite = i;
@@ -116,19 +95,19 @@ Result<Evaluation> oracle_impl(const T* a, const T* b, int64_t n, const OracleOp
 }  // namespace
 
 Result<Evaluation> oracle_sum(const float* a, int64_t n, const OracleOptions& options) {
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("sum", "input", a, n));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("sum", "input", a, n));
   return oracle_impl<float>(a, nullptr, n, options);
 }
 Result<Evaluation> oracle_sum(const double* a, int64_t n, const OracleOptions& options) {
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("sum", "input", a, n));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("sum", "input", a, n));
   return oracle_impl<double>(a, nullptr, n, options);
 }
 
 template <class T>
 Result<Evaluation> oracle_dot_checked(const T* a, int64_t na, const T* b, int64_t nb,
                                       const OracleOptions& options) {
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("dot", "a", a, na));
-  SADDLESCOPE_RETURN_IF_ERROR(check_span("dot", "b", b, nb));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("dot", "a", a, na));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span("dot", "b", b, nb));
   if (na != nb) {
     return Status::Error(fmt::format("dot: lengths differ: a has {} elements, b has {}", na, nb));
   }

@@ -12,6 +12,8 @@ int precision(Format f) { return f == Format::kFloat32 ? 24 : 53; }
 
 int min_normal_exponent(Format f) { return f == Format::kFloat32 ? -126 : -1022; }
 
+int max_exponent(Format f) { return f == Format::kFloat32 ? 127 : 1023; }
+
 double unit_roundoff(Format f) { return std::ldexp(1.0, -precision(f)); }
 
 double gamma_n(int64_t n, Format f) {

@@ -1,10 +1,64 @@
 #include "saddlescope/reference/superaccumulator.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "saddlescope/base/status.h"
 
 namespace saddlescope::reference {
+namespace {
+
+constexpr int64_t kMask = 0xffffffff;
+
+// Resolves the carries of signed digits t[0..*len) (|t_i| < 2^62), appending digits as the carry needs.
+// Returns the final carry: 0 for a non-negative value, -1 for a negative one (two's complement: the
+// value is sum t_i 2^(32 i) - 2^(32 len)). REQUIRES: room for 3 more digits after *len.
+int64_t resolve(int64_t* t, int* len) {
+  int64_t carry = 0;
+  for (int i = 0; i < *len; ++i) {
+    const int64_t v = t[i] + carry;
+    carry = v >> 32;  // arithmetic shift: floor division, so the kept digit is in [0, 2^32)
+    t[i] = v & kMask;
+  }
+  while (carry != 0 && carry != -1) {
+    t[(*len)++] = carry & kMask;
+    carry >>= 32;
+  }
+  return carry;
+}
+
+}  // namespace
+
+Superaccumulator& Superaccumulator::operator=(const Superaccumulator& other) {
+  lo_ = other.lo_;
+  hi_ = other.hi_;
+  pending_ = other.pending_;
+  if (hi_ >= lo_) std::copy(&other.digit_[lo_], &other.digit_[hi_] + 1, &digit_[lo_]);
+  return *this;
+}
+
+void Superaccumulator::widen(int from, int to) {
+  SADDLESCOPE_CHECK(from >= 0 && to < kDigits);
+  // Grow by a margin: the terms of a reduction spread over a few digits around the first, and every
+  // widening is a mispredicted branch in the hot loop. Zeroing a few more digits is cheaper.
+  constexpr int kMargin = 3;
+  if (hi_ < lo_) {
+    lo_ = std::max(from - kMargin, 0);
+    hi_ = std::min(to + kMargin, kDigits - 1);
+    std::fill(&digit_[lo_], &digit_[hi_] + 1, 0);
+    return;
+  }
+  if (from < lo_) {
+    const int lo = std::max(from - kMargin, 0);
+    std::fill(&digit_[lo], &digit_[lo_], 0);
+    lo_ = lo;
+  }
+  if (to > hi_) {
+    const int hi = std::min(to + kMargin, kDigits - 1);
+    std::fill(&digit_[hi_] + 1, &digit_[hi] + 1, 0);
+    hi_ = hi;
+  }
+}
 
 void Superaccumulator::add(const Dyadic& x, bool negate) {
   const bool negative = x.negative != negate;
@@ -16,59 +70,66 @@ void Superaccumulator::add(const Dyadic& x, bool negate) {
 }
 
 void Superaccumulator::add(const Superaccumulator& other, bool negate) {
-  // Normalized digits are below 2^32 (the top one small), so digit-wise sums cannot overflow.
+  if (other.hi_ < other.lo_) return;
+  // Normalized digits are below 2^32 in magnitude, so digit-wise sums cannot overflow.
   Superaccumulator b = other;
   b.normalize();
   normalize();
-  for (int i = 0; i < kDigits; ++i) digit_[i] += negate ? -b.digit_[i] : b.digit_[i];
+  touch(b.lo_, b.hi_);
+  for (int i = b.lo_; i <= b.hi_; ++i) digit_[i] += negate ? -b.digit_[i] : b.digit_[i];
   pending_ = 2;  // two normalized operands: within the headroom of one more normalize
 }
 
-Dyadic SplitAccumulator::sum() const {
-  Superaccumulator s = part_[0];
-  s.add(part_[1], /*negate=*/true);
-  return s.value();
-}
+Dyadic SplitAccumulator::sum() const { return Superaccumulator::combine(part_[0], &part_[1], true); }
 
 Dyadic SplitAccumulator::magnitude_sum() const {
-  Superaccumulator s = part_[0];
-  s.add(part_[1]);
-  return s.value();
+  return Superaccumulator::combine(part_[0], &part_[1], false);
 }
 
 void Superaccumulator::normalize() {
-  // Digits below the lowest non-zero one stay zero, and above the highest the carry dies out quickly:
-  // short reductions touch a few digits of the 136, so only those are walked.
-  int i = 0;
-  while (i < kDigits - 1 && digit_[i] == 0) ++i;
-  int last = kDigits - 1;
-  while (last > i && digit_[last] == 0) --last;
-  int64_t carry = 0;
-  for (; i < kDigits - 1 && (i <= last || carry != 0); ++i) {
-    const int64_t v = digit_[i] + carry;
-    carry = v >> 32;  // arithmetic shift: floor division, so the kept digit is in [0, 2^32)
-    digit_[i] = v & 0xffffffff;
-  }
-  digit_[i] += carry;  // i == kDigits - 1 only when the carry reached the top (a negative total)
   pending_ = 0;
+  if (hi_ < lo_) return;
+  int64_t carry = 0;
+  for (int i = lo_; i < hi_; ++i) {
+    const int64_t v = digit_[i] + carry;
+    carry = v >> 32;
+    digit_[i] = v & kMask;
+  }
+  digit_[hi_] += carry;
+  // The highest digit may hold up to 2^61: move its excess up into new digits until it is below 2^32.
+  for (int top = hi_; digit_[top] >= (int64_t{1} << 32) || digit_[top] <= -(int64_t{1} << 32); ++top) {
+    touch(lo_, top + 1);
+    digit_[top + 1] += digit_[top] >> 32;
+    digit_[top] &= kMask;
+  }
 }
 
-Dyadic Superaccumulator::value() const {
-  Superaccumulator a = *this;
-  a.normalize();
-  // The range leaves the top digit unused by any reachable value, so it is 0 or -1 (negative total).
-  SADDLESCOPE_CHECK(a.digit_[kDigits - 1] == 0 || a.digit_[kDigits - 1] == -1);
-  const bool negative = a.digit_[kDigits - 1] < 0;
-  if (negative) {  // |value| = -value: negate every digit and resolve the borrows again
-    for (int64_t& d : a.digit_) d = -d;
-    a.normalize();
+Dyadic Superaccumulator::combine(const Superaccumulator& a, const Superaccumulator* b, bool negate_b) {
+  int lo = a.lo_, hi = a.hi_;
+  if (b && b->hi_ >= b->lo_) {
+    lo = std::min(lo, b->lo_);
+    hi = std::max(hi, b->hi_);
   }
-  int lo = 0, hi = kDigits - 1;
-  while (lo <= hi && a.digit_[lo] == 0) ++lo;
-  while (hi >= lo && a.digit_[hi] == 0) --hi;
-  std::vector<uint32_t> digits;
-  for (int i = lo; i <= hi; ++i) digits.push_back(static_cast<uint32_t>(a.digit_[i]));
+  if (hi < lo) return Dyadic{};
+  // Unnormalized digits stay below 2^61 in magnitude (kAddsPerNormalize), so a ± b fits an int64.
+  int64_t t[kDigits + 4];
+  int len = hi - lo + 1;
+  for (int i = lo; i <= hi; ++i) {
+    int64_t v = i >= a.lo_ && i <= a.hi_ ? a.digit_[i] : 0;
+    if (b && i >= b->lo_ && i <= b->hi_) v += negate_b ? -b->digit_[i] : b->digit_[i];
+    t[i - lo] = v;
+  }
+  const bool negative = resolve(t, &len) < 0;
+  if (negative) {  // |value| = 2^(32 len) - sum t_i 2^(32 i): negate and resolve the borrows again
+    for (int i = 0; i < len; ++i) t[i] = -t[i];
+    t[len++] = 1;
+    resolve(t, &len);
+  }
+  std::vector<uint32_t> digits(static_cast<size_t>(len));
+  for (int i = 0; i < len; ++i) digits[static_cast<size_t>(i)] = static_cast<uint32_t>(t[i]);
   return make_dyadic(negative, std::move(digits), kMinExponent + 32 * lo);
 }
+
+Dyadic Superaccumulator::value() const { return combine(*this, nullptr, false); }
 
 }  // namespace saddlescope::reference

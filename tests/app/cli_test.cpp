@@ -1,6 +1,5 @@
 // End-to-end tests of the saddlescope command: exit codes and the exact one-line messages users see.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
+#include "command.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -17,27 +17,9 @@ namespace fs = std::filesystem;
 namespace saddlescope {
 namespace {
 
-struct Output {
-  int code;
-  std::string text;  // stdout and stderr together
-};
-
-Output run(const std::string& args) {
-  std::string cmd = std::string(SADDLESCOPE_BIN) + " " + args + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
-}
-
-// Expects `args` to fail with exit status 1 and exactly the line "saddlescope: <message>".
-void expect_error(const std::string& args, const std::string& message) {
-  Output o = run(args);
-  EXPECT_EQ(o.code, 1) << args << "\n" << o.text;
-  EXPECT_EQ(o.text, "saddlescope: " + message + "\n") << args;
-}
+using testing::expect_error;
+using testing::Output;
+using testing::run;
 
 std::vector<std::string> metrics_without_wall(const std::string& run_dir) {
   std::ifstream in(run_dir + "/metrics.csv");

@@ -64,14 +64,19 @@ inline bool parse_decimal(const std::string& s, Rational& out) {
   return true;
 }
 
-// q rounded to nearest binary64 (one rounding, through MPFR at 53 bits; REQUIRES: no underflow).
-inline double to_double(const Rational& q) {
+// q rounded to nearest with `bits` significant bits (one rounding, through MPFR), returned exactly as a
+// double. REQUIRES: bits <= 53, and no underflow or overflow in the format meant.
+inline double round_rational(const Rational& q, int bits) {
   mpfr_t f;
-  mpfr_init2(f, 53);
+  mpfr_init2(f, bits);
   mpfr_set_q(f, q.get(), MPFR_RNDN);
   const double d = mpfr_get_d(f, MPFR_RNDN);
   mpfr_clear(f);
   return d;
 }
+
+// q rounded to nearest binary64 / binary32 (REQUIRES: no underflow).
+inline double to_double(const Rational& q) { return round_rational(q, 53); }
+inline float to_float(const Rational& q) { return static_cast<float>(round_rational(q, 24)); }
 
 }  // namespace saddlescope::reference::testing

@@ -37,6 +37,12 @@ int top_exponent(const Dyadic& x);
 double round_to_double(const Dyadic& x);
 float round_to_float(const Dyadic& x);
 
+// A Dyadic that stands in for the rational x / m when rounding: it has the same floor(log2|.|), and
+// rounding it to nearest in any format of at most 64 significant bits (subnormals included), after any
+// exact scaling by a power of two, gives what rounding x / m would. It is x / m truncated to at least 70
+// significant bits plus a sticky bit (set when the division was inexact). REQUIRES: m >= 1.
+Dyadic divide_for_rounding(const Dyadic& x, int64_t m);
+
 // Every digit of x in plain decimal: "-12.5", "0.100000001490116119384765625", "0". Finite because a
 // dyadic rational's expansion terminates; no exponent notation and no trailing zeros after the point.
 std::string to_decimal(const Dyadic& x);

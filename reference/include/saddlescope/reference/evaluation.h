@@ -4,7 +4,10 @@
 // correctly rounded float32 and float64, and sum|a_i b_i| for the a-priori bound. assess() then measures an
 // observed result (e.g. what a CPU or GPU kernel returned) against the exact value:
 //
-//   error = observed - exact, ulp_error = error / ulp(exact), bound = gamma_n · sum|a_i b_i|  (DESIGN.md)
+//   error = observed - exact, ulp_error = error / ulp(exact), bound = gamma_k · sum|a_i b_i|  (DESIGN.md)
+//
+// The same Evaluation describes the other ops of a training step (ops.h: matmul and conv2d elements, the
+// mean losses; elementwise.h: sigmoid, tanh, ReLU, exp); the fields below say where they differ.
 //
 // Inputs are plain spans (pointer + length). Non-finite inputs are not errors: the evaluation says which
 // non-finite value IEEE 754 semantics give (NaN, +inf, -inf) and where the first such input is.
@@ -18,31 +21,49 @@
 
 namespace saddlescope::reference {
 
-enum class Op { kSum, kDot };
+enum class Op {
+  kSum, kDot,                                   // evaluation.h
+  kMatmul, kConv2d, kConv2dWeightGrad,          // ops.h: dot products in disguise
+  kMseLoss, kMaeLoss,                           // ops.h: means of dyadic sums
+  kSigmoid, kTanh, kRelu, kExp,                 // elementwise.h: one input, bound in ULPs
+};
+
+// True for the ops of elementwise.h, whose bound is a number of ULPs rather than gamma_k · abs_sum.
+bool is_elementwise(Op op);
 
 // What the exact (extended-real) result is. Finite sums of finite inputs are always kFinite, even when
 // they round to ±inf in a format (that is overflow, reported by f32/f64).
 enum class Kind { kFinite, kNaN, kPlusInf, kMinusInf };
 
-const char* op_name(Op op);      // "sum" / "dot"
+const char* op_name(Op op);      // "sum", "dot", "matmul", "conv2d", "conv2d_wgrad", "mse_loss", ...
 const char* kind_name(Kind k);   // "finite" / "nan" / "inf" / "-inf"
 
 struct Evaluation {
   Op op = Op::kSum;
   Format input_format = Format::kFloat32;
-  int64_t n = 0;                 // number of terms
+  int64_t n = 0;                 // number of terms (1 for an elementwise op)
   Kind kind = Kind::kFinite;
-  int64_t first_nonfinite = -1;  // smallest i with a[i] (or b[i]) NaN/Inf; -1 if none
-  Dyadic exact;                  // the exact value; zero unless kind == kFinite
-  bool exact_is_exact = true;    // false only for an oracle run at a fixed precision too small (oracle.h)
-  float f32 = 0;                 // exact rounded to nearest-even in binary32 (NaN/±inf when not finite)
+  int64_t first_nonfinite = -1;  // smallest term index i with a NaN/Inf input; -1 if none
+  // The exact value is exact / divisor. divisor is 1 except for the mean losses, where it is the odd part
+  // of n (the power of two is folded into exact), so the value is a dyadic exactly when divisor == 1.
+  Dyadic exact;                  // zero unless kind == kFinite
+  int64_t divisor = 1;
+  // False for an oracle run at a fixed precision too small (oracle.h), and for sigmoid/tanh/exp, whose
+  // values are irrational: `exact` then holds the value correctly rounded to 128 bits (elementwise.h).
+  bool exact_is_exact = true;
+  float f32 = 0;                 // the value rounded to nearest-even in binary32 (NaN/±inf when not finite)
   double f64 = 0;                // same in binary64
-  double abs_sum = 0;            // sum |a_i b_i| (sum |a_i| for a sum), rounded to nearest binary64
+  double abs_sum = 0;            // sum |a_i b_i| (sum |a_i| for a sum), rounded to nearest binary64; for the
+                                 // losses and elementwise ops |value| rounded likewise
+  int64_t rounding_steps = 0;    // k of gamma_k in the bound: n for a sum or dot product (ops.h: others)
 
-  // gamma_n(n, f) · abs_sum: the largest error a recursive (any order) evaluation in format f can make,
-  // barring underflow. 0 for n == 0; +inf when gamma_n is.
+  // Sums, dot products and ops.h: gamma_k(rounding_steps, f) · abs_sum, the largest error a recursive
+  // (any order) evaluation in format f can make, barring underflow; 0 when abs_sum is 0; +inf when
+  // gamma_k is. Elementwise ops: allowed_ulps(op, input_format, f) ULPs of the value in f (elementwise.h;
+  // beyond f's range, ULPs of its largest binade).
   double bound(Format f) const;
-  // Every digit of `exact`, or "nan" / "inf" / "-inf".
+  // Every digit of `exact`, then "/divisor" when divisor != 1; or "nan" / "inf" / "-inf". For sigmoid,
+  // tanh and exp, every digit of the 128-bit rounding.
   std::string exact_decimal() const;
 };
 
@@ -68,7 +89,8 @@ struct ErrorReport {
   double observed = 0;
   // When outcome != kMeasured the numbers below are NaN, never huge values posing as errors.
   double error = 0;        // observed - exact, rounded to nearest binary64 from the exact difference
-  double ulp_error = 0;    // error / ulp(exact) in `format`, signed; ulp(0) is the smallest subnormal
+  double ulp_error = 0;    // error / ulp(exact) in `format`, signed, one rounding; ulp(0) is the smallest
+                           // subnormal
   double rel_error = 0;    // error / |exact|; 0 when both are 0, ±inf when only exact is 0
   double bound = 0;        // Evaluation::bound(format)
   double bound_ratio = 0;  // |error| / bound; 0 when error == 0, +inf when bound == 0 < |error|

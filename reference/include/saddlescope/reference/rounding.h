@@ -20,6 +20,9 @@ int precision(Format f);
 // Exponent of the smallest normal number: -126 / -1022.
 int min_normal_exponent(Format f);
 
+// Exponent of the largest finite number: 127 / 1023.
+int max_exponent(Format f);
+
 // u = 2^-24 / 2^-53.
 double unit_roundoff(Format f);
 

@@ -6,8 +6,13 @@
 // resolved every kAddsPerNormalize additions. Exactness needs no precision argument: the range runs from
 // the lowest bit of a product of two binary64 subnormals (2^-2148) to 2^2204, above the largest binary64
 // product (< 2^2048) times 2^63 terms.
+//
+// Only the digits [lo_, hi_] that additions have touched are live (zeroed when first touched): a short
+// reduction of similar-sized terms touches a handful of the 136 digits, and construction, copies,
+// normalisation and value() cost in proportion to those, not to the whole range (bench/).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -22,7 +27,9 @@ class Superaccumulator {
   static constexpr int kDigits = 136;
   static constexpr int64_t kAddsPerNormalize = int64_t{1} << 28;  // each add puts < 2^33 on a digit
 
-  Superaccumulator() { digit_.fill(0); }
+  Superaccumulator() = default;  // zero, with no live digits
+  Superaccumulator(const Superaccumulator& other) { *this = other; }
+  Superaccumulator& operator=(const Superaccumulator& other);
 
   // Adds x or the exact product a·b. REQUIRES: finite arguments (a NaN or Inf leaves a meaningless but
   // harmless value: callers detect non-finite inputs themselves and discard the sum).
@@ -78,37 +85,61 @@ class Superaccumulator {
 
  private:
   friend class SplitAccumulator;
+  // The exact value of a ± b (b may be null), canonical; neither operand is modified.
+  static Dyadic combine(const Superaccumulator& a, const Superaccumulator* b, bool negate_b);
+
+  // Makes digits [from, to] live, zeroing those that were not. Out of line: rare after the first adds.
+  void touch(int from, int to) {
+    if (from < lo_ || to > hi_) widen(from, to);
+  }
+  void widen(int from, int to);
+
   // Adds ±m · 2^exponent for m < 2^64 (3 digits touched).
   void add_narrow(uint64_t m, int exponent, bool negative) {
-    const int pos = exponent - kMinExponent, k = pos >> 5, s = pos & 31;
-    const unsigned __int128 v = static_cast<unsigned __int128>(m) << s;  // < 2^95
-    const int64_t sign = negative ? -1 : 1;
-    digit_[k] += sign * static_cast<int64_t>(static_cast<uint32_t>(v));
-    digit_[k + 1] += sign * static_cast<int64_t>(static_cast<uint32_t>(v >> 32));
-    digit_[k + 2] += sign * static_cast<int64_t>(static_cast<uint64_t>(v >> 64));
+    put_narrow(m, exponent, negative);
     count();
   }
   // Adds ±m · 2^exponent for m < 2^106 (5 digits touched).
   void add_wide(unsigned __int128 m, int exponent, bool negative) {
-    const int pos = exponent - kMinExponent, k = pos >> 5, s = pos & 31;
-    const unsigned __int128 lo = static_cast<unsigned __int128>(static_cast<uint64_t>(m)) << s;
-    const unsigned __int128 hi = static_cast<unsigned __int128>(static_cast<uint64_t>(m >> 64)) << s;
-    const int64_t sign = negative ? -1 : 1;
-    digit_[k] += sign * static_cast<int64_t>(static_cast<uint32_t>(lo));
-    digit_[k + 1] += sign * static_cast<int64_t>(static_cast<uint32_t>(lo >> 32));
-    digit_[k + 2] += sign * (static_cast<int64_t>(static_cast<uint64_t>(lo >> 64)) +
-                             static_cast<int64_t>(static_cast<uint32_t>(hi)));
-    digit_[k + 3] += sign * static_cast<int64_t>(static_cast<uint32_t>(hi >> 32));
-    digit_[k + 4] += sign * static_cast<int64_t>(static_cast<uint64_t>(hi >> 64));
+    put_wide(m, exponent, negative);
     count();
+  }
+  // add_narrow / add_wide without the normalisation count: the caller adds to pending_ itself. Always
+  // inlined: GCC otherwise calls them out of line from the bulk loop, a third of a short sum's time.
+  __attribute__((always_inline)) void put_narrow(uint64_t m, int exponent, bool negative) {
+    const int pos = exponent - kMinExponent, k = pos >> 5, s = pos & 31;
+    touch(k, k + 2);
+    // m · 2^s < 2^95 in three 32-bit pieces, from the two halves of m each shifted by s < 32: cheaper
+    // than a 128-bit shift by a variable amount, the hottest instruction sequence of the fast path.
+    const uint64_t low = (m & 0xffffffff) << s, high = (m >> 32) << s;  // < 2^64 each
+    const int64_t sign = negative ? -1 : 1;
+    digit_[k] += sign * static_cast<int64_t>(low & 0xffffffff);
+    digit_[k + 1] += sign * static_cast<int64_t>((low >> 32) + (high & 0xffffffff));
+    digit_[k + 2] += sign * static_cast<int64_t>(high >> 32);
+  }
+  __attribute__((always_inline)) void put_wide(unsigned __int128 m, int exponent, bool negative) {
+    const int pos = exponent - kMinExponent, k = pos >> 5, s = pos & 31;
+    touch(k, k + 4);
+    // As put_narrow, from the four 32-bit quarters of m, each shifted by s < 32 (< 2^64).
+    const uint64_t lo = static_cast<uint64_t>(m), hi = static_cast<uint64_t>(m >> 64);
+    const uint64_t q0 = (lo & 0xffffffff) << s, q1 = (lo >> 32) << s;
+    const uint64_t q2 = (hi & 0xffffffff) << s, q3 = (hi >> 32) << s;
+    const int64_t sign = negative ? -1 : 1;
+    digit_[k] += sign * static_cast<int64_t>(q0 & 0xffffffff);
+    digit_[k + 1] += sign * static_cast<int64_t>((q0 >> 32) + (q1 & 0xffffffff));
+    digit_[k + 2] += sign * static_cast<int64_t>((q1 >> 32) + (q2 & 0xffffffff));
+    digit_[k + 3] += sign * static_cast<int64_t>((q2 >> 32) + (q3 & 0xffffffff));
+    digit_[k + 4] += sign * static_cast<int64_t>(q3 >> 32);
   }
   void count() {
     if (++pending_ == kAddsPerNormalize) normalize();
   }
-  // Resolves carries: digits 0..kDigits-2 end in [0, 2^32), the top digit carries the sign.
+  // Resolves carries: every live digit ends in [0, 2^32) but the highest non-zero one, which carries the
+  // sign, |d| < 2^32 (the live range grows upwards as needed).
   void normalize();
 
-  std::array<int64_t, kDigits> digit_;
+  std::array<int64_t, kDigits> digit_;  // only [lo_, hi_] is meaningful; the rest is never read
+  int lo_ = kDigits, hi_ = -1;          // empty (value 0) when hi_ < lo_
   int64_t pending_ = 0;
 };
 
@@ -131,6 +162,12 @@ class SplitAccumulator {
                                                  false);
   }
 
+  // Adds a[i·sa] · b[i·sb] for i < n, or a[i·sa] when b is null: the bulk form of add / add_product for
+  // strided rows and columns. The normalisation count is kept per chunk rather than per term, which is
+  // a good part of the cost of a short reduction. REQUIRES: finite values at those places, n >= 0.
+  template <class T>
+  void add_all(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n);
+
   // sum of the terms, and sum of their magnitudes, exactly.
   Dyadic sum() const;
   Dyadic magnitude_sum() const;
@@ -141,5 +178,44 @@ class SplitAccumulator {
   }
   Superaccumulator part_[2];  // [0]: positive terms, [1]: magnitudes of negative terms
 };
+
+template <class T>
+void SplitAccumulator::add_all(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
+  // One loop body, instantiated for contiguous spans (constant strides free registers) and for strided.
+  auto accumulate = [this](const T* x, int64_t sx, const T* y, int64_t sy, int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) {
+      const auto px = Superaccumulator::split(x[i * sx]);
+      if (y == nullptr) {
+        part_[px.negative].put_narrow(px.mantissa, px.exponent, false);
+        continue;
+      }
+      const auto py = Superaccumulator::split(y[i * sy]);
+      Superaccumulator& part = part_[px.negative != py.negative];
+      if (sizeof(T) == 4) {  // 24 x 24 bits fit in 64
+        part.put_narrow(px.mantissa * py.mantissa, px.exponent + py.exponent, false);
+      } else {
+        part.put_wide(static_cast<unsigned __int128>(px.mantissa) * py.mantissa, px.exponent + py.exponent,
+                      false);
+      }
+    }
+  };
+  for (int64_t done = 0; done < n;) {
+    int64_t room = Superaccumulator::kAddsPerNormalize - std::max(part_[0].pending_, part_[1].pending_);
+    if (room <= 0) {
+      part_[0].normalize();
+      part_[1].normalize();
+      room = Superaccumulator::kAddsPerNormalize;
+    }
+    const int64_t end = done + std::min(room, n - done);
+    if (sa == 1 && (b == nullptr || sb == 1)) {
+      b == nullptr ? accumulate(a, 1, nullptr, 1, done, end) : accumulate(a, 1, b, 1, done, end);
+    } else {
+      accumulate(a, sa, b, sb, done, end);
+    }
+    part_[0].pending_ += end - done;  // an upper bound on each part's count is all the headroom needs
+    part_[1].pending_ += end - done;
+    done = end;
+  }
+}
 
 }  // namespace saddlescope::reference
