@@ -5,22 +5,31 @@
 namespace saddlescope::app {
 
 std::string flag_name(const std::string& key) {
-  std::string flag = "--" + key;
+  std::string flag = "--" + key;  // "probe": given once per probe, --probe A --probe B
   for (char& c : flag) if (c == '_') c = '-';
   return flag;
 }
 
 RunFlags::RunFlags(CLI::App* sub) : sub_(sub) {
   sub->add_option("--config", config_, "TOML file of config keys; flags override it")->check(CLI::ExistingFile);
-  for (const auto& key : trainer::config_keys())
-    sub->add_option(flag_name(key), values_[key], trainer::config_help(key));
+  for (const auto& key : trainer::config_keys()) {
+    if (trainer::config_is_list(key))
+      sub->add_option(flag_name(key), lists_[key], trainer::config_help(key))->take_all();
+    else
+      sub->add_option(flag_name(key), values_[key], trainer::config_help(key));
+  }
 }
 
 Result<trainer::RunConfig> RunFlags::resolve() const {
   trainer::ConfigBuilder builder;
   if (!config_.empty()) SADDLESCOPE_RETURN_IF_ERROR(builder.load_toml(config_));
-  for (const auto& key : trainer::config_keys())
-    if (sub_->count(flag_name(key)) > 0) SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, values_.at(key)));
+  for (const auto& key : trainer::config_keys()) {
+    if (sub_->count(flag_name(key)) == 0) continue;
+    if (trainer::config_is_list(key))
+      for (const auto& item : lists_.at(key)) SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, item));
+    else
+      SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, values_.at(key)));
+  }
   return builder.resolve();
 }
 

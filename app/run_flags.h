@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <CLI/App.hpp>
 
@@ -26,7 +27,8 @@ class RunFlags {
  private:
   CLI::App* sub_;
   std::string config_;
-  std::map<std::string, std::string> values_;  // config key -> flag text
+  std::map<std::string, std::string> values_;              // config key -> flag text
+  std::map<std::string, std::vector<std::string>> lists_;  // list keys -> every occurrence
 };
 
 // "--batch-size" for the key "batch_size".

@@ -52,4 +52,35 @@ void AutoencoderImpl::reset_parameters(at::Generator& gen) {
     }
 }
 
+void AutoencoderImpl::duplicate_hidden_units() {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::nn::Linear> layers = encoder_;
+  layers.insert(layers.end(), decoder_.begin(), decoder_.end());
+  for (size_t i = 0; i + 1 < layers.size(); ++i) {
+    auto& w = layers[i]->weight;  // (units, in)
+    w.copy_(w[0].unsqueeze(0).expand_as(w));
+    layers[i]->bias.fill_(layers[i]->bias[0].item<double>());
+    auto& next = layers[i + 1]->weight;  // (next_units, units): unit j's outgoing weights are column j
+    next.copy_(next.select(1, 0).unsqueeze(1).expand_as(next));
+  }
+}
+
+void AutoencoderImpl::zero_parameters() {
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters()) p.zero_();
+}
+
+std::vector<probes::LayerUnits> AutoencoderImpl::unit_layers() const {
+  std::vector<torch::nn::Linear> layers = encoder_;
+  layers.insert(layers.end(), decoder_.begin(), decoder_.end());
+  std::vector<probes::LayerUnits> units;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::string name = (i < encoder_.size() ? "encoder.fc" + std::to_string(i + 1)
+                                            : "decoder.fc" + std::to_string(i - encoder_.size() + 1));
+    units.push_back({name, layers[i]->weight.detach(), layers[i]->bias.detach(),
+                     i + 1 < layers.size() ? layers[i + 1]->weight.detach() : at::Tensor()});
+  }
+  return units;
+}
+
 }  // namespace saddlescope::trainer

@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/trainer/mnist.h"
 
 namespace saddlescope::trainer {
 namespace {
 
-enum class Kind { kInt, kDouble, kString, kBool, kIntList };
+enum class Kind { kInt, kDouble, kString, kBool, kIntList, kStringList };
 
 // A value as read from a file or a flag, before the key's own range check.
 struct Value {
@@ -24,6 +25,7 @@ struct Value {
   bool b = false;
   std::string s;
   std::vector<int64_t> list;
+  std::vector<std::string> strings;
 };
 
 // Each key: its type, one line of help, a setter that range-checks the value (returning "" or what was
@@ -167,6 +169,11 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) { c.seed = v.i; return at_least(v.i, 0); }, FIELD(seed)},
       {"data_seed", Kind::kInt, "seed of the example order (default: seed)",
        [](RunConfig& c, const Value& v) { c.data_seed = v.i; return at_least(v.i, 0); }, FIELD(data_seed)},
+      {"init", Kind::kString,
+       "initial weights: default (seeded), duplicate (all hidden units of a layer copies of its first: a "
+       "permutation-symmetric saddle) or zero",
+       [](RunConfig& c, const Value& v) { c.init = v.s; return one_of(v.s, {"default", "duplicate", "zero"}); },
+       FIELD(init)},
       {"init_from", Kind::kString, "initial weights from a run directory or a directory of .npy files",
        [](RunConfig& c, const Value& v) { c.init_from = v.s; return ""; }, FIELD(init_from)},
       {"perturbation", Kind::kString,
@@ -176,6 +183,18 @@ const std::vector<Key>& keys() {
       {"perturbation_seed", Kind::kInt, "seed of the perturbation's random stream",
        [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
        FIELD(perturbation.seed)},
+      {"probe", Kind::kStringList,
+       "probes, repeatable: curvature[:every=50,k=1,tol=0.001,iters=100,batch=256,float64=false,trace=0,"
+       "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S] or symmetry[:every=100,at=S+S]",
+       [](RunConfig& c, const Value& v) -> std::string {
+         c.probes.clear();
+         for (const auto& text : v.strings) {
+           auto spec = probes::parse_probe_spec(text);
+           if (!spec) return spec.status().message();
+           c.probes.push_back(spec->resolved());
+         }
+         return "";
+       }, FIELD(probes)},
       {"steps", Kind::kInt, "optimiser steps",
        [](RunConfig& c, const Value& v) { c.steps = v.i; return at_least(v.i, 1); }, FIELD(steps)},
       {"batch_size", Kind::kInt, "examples per step",
@@ -214,6 +233,7 @@ const char* kind_name(Kind k) {
     case Kind::kString: return "a string";
     case Kind::kBool: return "true or false";
     case Kind::kIntList: return "a list of integers";
+    case Kind::kStringList: return "a list of strings";
   }
   return "?";
 }
@@ -242,6 +262,7 @@ bool parse_text(Kind kind, const std::string& t, Value* v) {
     case Kind::kBool:
       v->b = t == "true";
       return t == "true" || t == "false";
+    case Kind::kStringList: v->strings = {t}; return true;
     case Kind::kIntList: {
       size_t start = 0;
       while (start <= t.size()) {
@@ -285,6 +306,13 @@ bool parse_node(Kind kind, const toml::node& n, Value* v) {
         v->list.push_back(e.as_integer()->get());
       }
       return true;
+    case Kind::kStringList:
+      if (!n.is_array()) return false;
+      for (const auto& e : *n.as_array()) {
+        if (!e.is_string()) return false;
+        v->strings.push_back(e.as_string()->get());
+      }
+      return true;
   }
   return false;
 }
@@ -298,6 +326,11 @@ const std::vector<std::string>& config_keys() {
     return n;
   }();
   return names;
+}
+
+bool config_is_list(const std::string& key) {
+  const Key* k = find_key(key);
+  return k && k->kind == Kind::kStringList;
 }
 
 std::string config_help(const std::string& key) {
@@ -342,6 +375,10 @@ Status ConfigBuilder::set_flag(const std::string& key, const std::string& text) 
   Value v;
   if (!parse_text(k->kind, text, &v))
     return Status::Error(flag + ": must be " + kind_name(k->kind) + ", got '" + text + "'");
+  if (k->kind == Kind::kStringList && origin_[k->name] == flag) {
+    // A repeated flag adds to the list it started (and which replaced the file's).
+    for (const auto& item : k->get(cfg_)) v.strings.insert(v.strings.end() - 1, item.get<std::string>());
+  }
   std::string why = k->set(cfg_, v);
   if (!why.empty()) return Status::Error(flag + ": " + why);
   origin_[k->name] = flag;
@@ -405,6 +442,7 @@ std::string RunConfig::run_prefix() const {
   if (e.tf32_matmul) p += "-tf32";
   if (e.dtype == "float64") p += "-f64";
   if (perturbation.kind != "none") p += "-" + perturbation.kind;
+  if (init != "default") p += "-init." + init;
   return fmt::format("{}-t{}-s{}", p, e.threads, seed);
 }
 

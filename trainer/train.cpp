@@ -1,6 +1,7 @@
 #include "saddlescope/trainer/train.h"
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <ctime>
 #include <random>
@@ -18,6 +19,7 @@
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/execution.h"
 #include "saddlescope/trainer/fingerprint.h"
+#include "saddlescope/trainer/model_view.h"
 #include "saddlescope/trainer/perturbation.h"
 #include "saddlescope/trainer/snapshot.h"
 
@@ -107,10 +109,14 @@ torch::Dtype dtype_of(const RunConfig& cfg) {
   return cfg.execution.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
 
+// The probe set's examples are drawn from their own seed: the same for every run of a dataset.
+constexpr uint64_t kProbeSeed = 0x5add1e;
+
 struct Run {
   const RunConfig& cfg;
   std::string dir;
   nlohmann::json manifest;
+  int64_t probe_examples = 1;
 
   Status save() { return store::write_manifest(dir, manifest); }
 };
@@ -123,6 +129,8 @@ Result<Autoencoder> initial_model(const RunConfig& cfg, int64_t features, Pertur
   Autoencoder model(features, cfg.hidden);
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
   model->reset_parameters(gen);
+  if (cfg.init == "duplicate") model->duplicate_hidden_units();
+  if (cfg.init == "zero") model->zero_parameters();
   // Drawn in float32 and widened exactly, so a float64 run starts from the float32 run's values: the
   // trajectory-level high-precision reference differs only in the arithmetic that follows.
   model->to(dtype_of(cfg));
@@ -136,7 +144,7 @@ Result<Autoencoder> initial_model(const RunConfig& cfg, int64_t features, Pertur
 }
 
 Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& perturb,
-                  const TrainOptions& options, TrainResult* result) {
+                  probes::ProbeSet& probe_set, const TrainOptions& options, TrainResult* result) {
   const RunConfig& cfg = run.cfg;
   torch::Device device(cfg.execution.device);
   torch::Dtype dtype = dtype_of(cfg);
@@ -145,6 +153,7 @@ Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& 
   NamedTensors named = model->named_parameters();
 
   torch::Tensor train_x = data.train.to(device, dtype);
+  probes::ModelView view = autoencoder_view(model, cfg.hidden, train_x, run.probe_examples, kProbeSeed);
   ExampleOrder order(train_x.size(0), static_cast<uint64_t>(cfg.data_seed), device);
   auto metrics = store::CsvWriter::create(run.dir + "/metrics.csv",
                                           {"step", "loss", "grad_norm", "lr", "wall_s"});
@@ -170,6 +179,7 @@ Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& 
     torch::Tensor loss = torch::mse_loss(model->forward(x), x);
     loss.backward();
     perturb.gradients(params);
+    if (probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(probe_set.run(step, view));
     int64_t k = step - window_start;
     loss_log[k].copy_(loss.detach());
     norm_log[k].copy_(grad_norm(params));
@@ -202,7 +212,9 @@ Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& 
     }
     if (progress) progress->update(step + 1, last_loss);
   }
+  SADDLESCOPE_RETURN_IF_ERROR(probe_set.finish());
   result->train_s = seconds_since(t0);
+  run.manifest["timings"]["probe_s"] = probe_set.seconds();
   if (progress)
     progress->finish(result->steps_completed,
                      result->diverged_at_step ? fmt::format("diverged at step {}", *result->diverged_at_step)
@@ -235,12 +247,19 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   nlohmann::json perturbed;
   auto model = initial_model(cfg, data->train.size(1), perturb, &perturbed);
   if (!model) return model.status();
+  std::vector<probes::ProbeSpec> specs;
+  for (const auto& text : cfg.probes) specs.push_back(*probes::parse_probe_spec(text));  // checked by config
+  int64_t n_params = 0;
+  for (const auto& p : (*model)->parameters()) n_params += p.numel();
+  SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes(specs, n_params));
 
   std::string run_id = store::make_run_id(cfg.run_prefix(), cfg.identity());
   auto dir = store::create_run_dir(cfg.out, run_id, options.replace);
   if (!dir) return dir.status();
 
-  Run run{cfg, *dir, {}};
+  Run run{cfg, *dir, {}, probe_examples_needed(specs)};
+  auto probe_set = probes::ProbeSet::create(specs, n_params, *dir);
+  if (!probe_set) return probe_set.status();
   run.manifest = {{"format", store::kManifestFormat}, {"format_version", store::kManifestVersion},
                   {"run_id", run_id}, {"status", store::kRunning}, {"config", cfg.to_json()},
                   {"data", {{"source", data->source}, {"train_examples", data->train.size(0)},
@@ -255,7 +274,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   result.eval_split = data->eval_split;
   Status status;
   try {
-    status = train_loop(run, *data, *model, perturb, options, &result);
+    status = train_loop(run, *data, *model, perturb, *probe_set, options, &result);
   } catch (const std::exception& e) {
     // Record the failure in the run before reporting it: a reader must never see "running" forever.
     std::string what = e.what();
@@ -287,6 +306,38 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   if (!indexed) std::fprintf(stderr, "saddlescope: warning: catalogue not rebuilt: %s\n",
                              indexed.status().message().c_str());
   return result;
+}
+
+Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, const std::string& probe_spec) {
+  auto spec = probes::parse_probe_spec(probe_spec);
+  if (!spec) return spec.status();
+  if (spec->name != "curvature") return Status::Error("probe '" + probe_spec + "': expected a curvature probe");
+  RunConfig cfg = config;
+  if (at_step >= 0) {
+    if (cfg.init_from.empty()) return Status::Error("--at-step needs --init-from RUN_DIR");
+    cfg.init_from = snapshot_dir(cfg.init_from, at_step);
+    if (!std::filesystem::is_directory(cfg.init_from))
+      return Status::Error(cfg.init_from + ": no snapshot at step " + std::to_string(at_step) +
+                           " (train with --snapshot-every)");
+  }
+  auto applied = apply_execution(cfg.execution);
+  if (!applied) return applied.status();
+  auto data = load_dataset(cfg);
+  if (!data) return data.status();
+  Perturber none(Perturbation{}, cfg.lr);
+  nlohmann::json unused;
+  auto model = initial_model(cfg, data->train.size(1), none, &unused);
+  if (!model) return model.status();
+  int64_t n_params = 0;
+  for (const auto& p : (*model)->parameters()) n_params += p.numel();
+  SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes({*spec}, n_params));
+  torch::Tensor train_x = data->train.to(torch::Device(cfg.execution.device), dtype_of(cfg));
+  probes::ModelView view = autoencoder_view(*model, cfg.hidden, train_x, probe_examples_needed({*spec}), kProbeSeed);
+  auto j = probes::evaluate_curvature(*spec, view);
+  if (!j) return j.status();
+  (*j)["parameters"] = cfg.init_from.empty() ? "initial (seed " + std::to_string(cfg.seed) + ")" : cfg.init_from;
+  (*j)["parameter_count"] = n_params;
+  return *j;
 }
 
 }  // namespace saddlescope::trainer

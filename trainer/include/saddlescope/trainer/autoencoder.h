@@ -10,6 +10,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include "saddlescope/probes/symmetry.h"
+
 namespace saddlescope::trainer {
 
 class AutoencoderImpl : public torch::nn::Module {
@@ -24,6 +26,16 @@ class AutoencoderImpl : public torch::nn::Module {
   // `gen`, so that the weights depend on the seed alone, whatever else used the global generator.
   // Call on the CPU, before moving the model to a device: then every device starts bit-identical.
   void reset_parameters(at::Generator& gen);
+
+  // Makes every hidden unit of each layer an exact copy of the layer's first unit (incoming weights,
+  // bias and outgoing weights): a permutation-symmetric saddle that deterministic arithmetic can never
+  // leave. Call after reset_parameters, on the CPU.
+  void duplicate_hidden_units();
+  // All weights and biases zero.
+  void zero_parameters();
+
+  // The layers in forward order, with each one's outgoing weights, for the symmetry probe.
+  std::vector<probes::LayerUnits> unit_layers() const;
 
  private:
   std::vector<torch::nn::Linear> encoder_, decoder_;  // in forward order

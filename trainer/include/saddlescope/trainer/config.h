@@ -52,12 +52,14 @@ struct RunConfig {
   ExecutionConfig execution;
   int64_t seed = 0;                         // initial weights
   int64_t data_seed = -1;                   // example order; default: = seed
+  std::string init = "default";             // default | duplicate | zero
   std::string init_from;                    // "" or a run directory / snapshot directory of .npy
   Perturbation perturbation;
   int64_t steps = 2000;                     // optimiser steps
   int64_t batch_size = 1;                   // examples per step (the seed study used 1)
   double lr = 1e-3;                         // Adam learning rate
   int64_t log_every = 100;                  // metrics are read from the device and written every k steps
+  std::vector<std::string> probes;          // probe specs, resolved (probes/probe_spec.h)
   int64_t snapshot_every = 0;               // parameter snapshots every k steps (0: first and last only)
   bool snapshot_grads = false;              // also snapshot the gradients
   std::string out = "runs";                 // study directory; the run goes to <out>/runs/<run-id>/
@@ -73,6 +75,8 @@ struct RunConfig {
 
 // The keys a file or flags may set, in order (flags spell them with '-' for '_').
 const std::vector<std::string>& config_keys();
+// Whether `key` takes a list given by repeating its flag (--probe A --probe B).
+bool config_is_list(const std::string& key);
 // One line of help for `key`.
 std::string config_help(const std::string& key);
 

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "saddlescope/base/status.h"
 
 namespace saddlescope::trainer {
@@ -34,5 +36,10 @@ struct TrainResult {
 // A non-finite loss ends the run with status "diverged" (a result, not an error). An error after the
 // run directory exists leaves it with status "failed" and the error in the manifest.
 Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options);
+
+// One curvature evaluation (probes::evaluate_curvature) of the model `cfg` describes, at the parameters
+// of snapshot step `at_step` of the run cfg.init_from (or at cfg's initial parameters when at_step < 0),
+// on the probe set a training run would use. Writes nothing. Errors name the missing snapshot.
+Result<nlohmann::json> curvature_at(const RunConfig& cfg, int64_t at_step, const std::string& probe_spec);
 
 }  // namespace saddlescope::trainer

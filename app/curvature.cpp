@@ -1,0 +1,36 @@
+// saddlescope curvature: the curvature probe once, at given parameters, as JSON (also used to check the
+// probes against other tools).
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "run_flags.h"
+#include "saddlescope/trainer/train.h"
+
+namespace saddlescope::app {
+
+Command add_curvature(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("curvature", "Evaluate the curvature probe once and print JSON");
+  auto flags = std::make_shared<RunFlags>(sub);
+  auto at_step = std::make_shared<int64_t>(-1);
+  auto spec = std::make_shared<std::string>("curvature");
+  sub->add_option("--at-step", *at_step, "Parameters of this snapshot step of the --init-from run")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--spec", *spec, "The curvature probe's options, e.g. curvature:k=3,tol=1e-4,float64=true");
+  sub->footer("Example: saddlescope curvature --data mnist --init-from runs/ae/runs/<id> --at-step 1000 "
+              "--spec curvature:k=2,trace=50");
+  auto run = [flags, at_step, spec]() -> int {
+    auto cfg = flags->resolve();
+    if (!cfg) return fail(cfg.status().message());
+    auto j = trainer::curvature_at(*cfg, *at_step, *spec);
+    if (!j) return fail(j.status().message());
+    fmt::print("{}\n", j->dump(2));
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace saddlescope::app

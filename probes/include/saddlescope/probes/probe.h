@@ -1,0 +1,81 @@
+// Probes in a training run: registered once, called by the training loop at their own cadence, each
+// writing rows to the run directory. The loop only asks `due(step)` — a few comparisons, so probes
+// off cost nothing measurable — and, when due, calls `run`.
+//
+//   curvature.csv       one row per curvature probe step (columns: kCurvatureColumns)
+//   curvature_eigen.csv the k smallest and k largest eigenpairs: step, end (min|max), index, lambda, residual
+//   symmetry.csv        one row per layer per symmetry probe step
+//   curvature/step-%08d-{vmin,vmax}-<i>.npy   eigenvectors, when vectors=true
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include "saddlescope/base/status.h"
+#include "saddlescope/probes/hvp.h"
+#include "saddlescope/probes/probe_spec.h"
+#include "saddlescope/probes/symmetry.h"
+
+namespace saddlescope::probes {
+
+// What probes may read of the model being trained. The trainer builds it; probes never change the
+// parameters or their gradients.
+struct ModelView {
+  std::vector<at::Tensor> params;  // live parameters, in forward order
+  // The training loss on the first `batch` examples of a fixed probe set (the same examples at every
+  // probe step), as a function of `params`.
+  std::function<at::Tensor(int64_t batch)> probe_loss;
+  // A float64 copy of the model with the current parameter values copied in: its parameters and its
+  // loss on the same probe examples (converted to float64). Null when the model has none.
+  std::function<std::pair<std::vector<at::Tensor>, LossFn>(int64_t batch)> float64;
+  // The layers for the symmetry probe (weights of the live model).
+  std::function<std::vector<LayerUnits>()> layers;
+  int64_t probe_examples = 0;      // size of the probe set (batch is clamped to it)
+};
+
+class Probe;
+
+// Checks `specs` against a model of `n_params` parameters before anything is written: one probe of
+// each kind, curvature's k at most the parameter count.
+Status check_probes(const std::vector<ProbeSpec>& specs, int64_t n_params);
+
+class ProbeSet {
+ public:
+  // The probes of `specs` for a model with `n_params` parameters, writing into `run_dir` (which must
+  // exist). Errors, before anything runs: the same probe twice, k larger than the parameter count.
+  static Result<ProbeSet> create(const std::vector<ProbeSpec>& specs, int64_t n_params, const std::string& run_dir);
+  // No probes at all.
+  ProbeSet();
+  ProbeSet(ProbeSet&&) noexcept;
+  ProbeSet& operator=(ProbeSet&&) noexcept;
+  ~ProbeSet();
+
+  // Whether any probe has work at optimiser step `step` (parameters θ_step, before update `step`).
+  bool due(int64_t step) const;
+  // Runs the probes due at `step`. REQUIRES: due(step).
+  Status run(int64_t step, const ModelView& model);
+  // Writes what is still buffered (a curvature row waiting for its Hessian-Lipschitz HVP at step+1).
+  Status finish();
+  // Seconds spent in probes so far.
+  double seconds() const { return seconds_; }
+
+ private:
+  std::vector<std::unique_ptr<Probe>> probes_;
+  double seconds_ = 0;
+};
+
+// The curvature.csv header, in order.
+extern const std::vector<std::string> kCurvatureColumns;
+
+// One curvature evaluation at the current parameters (the `saddlescope curvature` command): the same
+// numbers as a curvature.csv row plus the eigenpairs, as JSON.
+Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView& model);
+
+}  // namespace saddlescope::probes

@@ -1,0 +1,285 @@
+#include "saddlescope/probes/probe.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "saddlescope/probes/lanczos.h"
+#include "saddlescope/probes/spectrum.h"
+#include "saddlescope/store/csv.h"
+#include "saddlescope/store/npy.h"
+
+namespace saddlescope::probes {
+
+const std::vector<std::string> kCurvatureColumns = {
+    "step", "loss", "grad_norm", "lambda_min", "lambda_min_residual", "lambda_max", "lambda_max_residual",
+    "tolerance", "converged", "iterations", "restarts", "trace", "trace_se", "neg_mass", "neg_mass_lower",
+    "neg_mass_upper", "g_dot_vmin", "hessian_lipschitz", "hvp_count", "float64", "probe_s"};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual bool due(int64_t step) const = 0;
+  virtual Status run(int64_t step, const ModelView& model) = 0;
+  virtual Status finish() { return Status::Ok(); }
+};
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using Clock = std::chrono::steady_clock;
+
+// One curvature measurement at the current parameters.
+struct Measurement {
+  double loss = 0, grad_norm = 0;
+  LanczosResult eig;
+  std::optional<TraceEstimate> trace;
+  std::optional<SpectralDensity> density;
+  double g_dot_vmin = 0;
+  int64_t hvp_count = 0;
+  at::Tensor theta, hv_min;  // (n) flat parameters and H·v_min, for the Hessian-Lipschitz estimate
+};
+
+// The parameters and loss the probe measures: the live model, or its float64 copy.
+std::pair<std::vector<at::Tensor>, LossFn> target(const ProbeSpec& spec, const ModelView& model) {
+  int64_t batch = std::min(spec.get_int("batch"), model.probe_examples);
+  if (spec.get_bool("float64")) return model.float64(batch);
+  return {model.params, [&model, batch] { return model.probe_loss(batch); }};
+}
+
+Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64_t step) {
+  if (spec.get_bool("float64") && !model.float64)
+    return Status::Error("probe '" + spec.text + "': this model has no float64 copy");
+  auto [params, loss] = target(spec, model);
+  auto H = make_hvp(loss, params);
+  if (!H) return H.status();
+  // Seeded per step, so that a probe's result at a step does not depend on what ran before.
+  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(spec.get_int("seed")) * 1000003u +
+                                            static_cast<uint64_t>(step));
+  LanczosOptions o;
+  o.k = spec.get_int("k");
+  o.tol = spec.get_double("tol");
+  o.max_iterations = spec.get_int("iters");
+  o.min_iterations = std::min<int64_t>(20, o.max_iterations);
+  auto eig = lanczos_extreme(*H, o, gen);
+  if (!eig) return eig.status();
+  Measurement m;
+  m.loss = H->loss;
+  m.grad_norm = H->gradient.norm().item<double>();
+  m.eig = std::move(*eig);
+  m.hvp_count = m.eig.hvp_count;
+  if (int64_t samples = spec.get_int("trace")) {
+    auto t = hutchinson_trace(*H, {samples}, gen);
+    if (!t) return t.status();
+    m.trace = *t;
+    m.hvp_count += t->hvp_count;
+  }
+  if (int64_t probes = spec.get_int("slq")) {
+    SlqOptions so;
+    so.probes = probes;
+    so.steps = spec.get_int("slq_steps");
+    auto d = slq_density(*H, so, gen);
+    if (!d) return d.status();
+    m.density = *d;
+    m.hvp_count += d->hvp_count;
+  }
+  const at::Tensor& vmin = m.eig.smallest.front().vector;
+  m.g_dot_vmin = g_dot_v(H->gradient, vmin);
+  m.hv_min = H->apply(vmin);
+  m.hvp_count += 1;
+  m.theta = flatten(params, params);
+  return m;
+}
+
+class CurvatureProbe : public Probe {
+ public:
+  CurvatureProbe(ProbeSpec spec, std::string run_dir, store::CsvWriter csv, store::CsvWriter eigen)
+      : spec_(std::move(spec)), run_dir_(std::move(run_dir)), csv_(std::move(csv)), eigen_(std::move(eigen)) {}
+
+  // Due at the spec's steps, and at the step after one (for the Hessian-Lipschitz HVP).
+  bool due(int64_t step) const override { return spec_.due(step) || (pending_ && pending_->step + 1 == step); }
+
+  Status run(int64_t step, const ModelView& model) override {
+    if (pending_ && pending_->step + 1 == step) SADDLESCOPE_RETURN_IF_ERROR(complete(model));
+    if (!spec_.due(step)) return Status::Ok();
+    Clock::time_point t0 = Clock::now();
+    auto m = measure(spec_, model, step);
+    if (!m) return m.status();
+    SADDLESCOPE_RETURN_IF_ERROR(write_eigen(step, m->eig));
+    pending_ = Pending{step, std::move(*m), std::chrono::duration<double>(Clock::now() - t0).count()};
+    return Status::Ok();
+  }
+
+  Status finish() override { return pending_ ? write(kNaN) : Status::Ok(); }
+
+ private:
+  struct Pending {
+    int64_t step;
+    Measurement m;
+    double seconds;
+  };
+
+  // ‖H(θ_{t+1})v − H(θ_t)v‖ / ‖θ_{t+1} − θ_t‖ with v = v_min(θ_t): one forward, backward and HVP.
+  Status complete(const ModelView& model) {
+    Clock::time_point t0 = Clock::now();
+    auto [params, loss] = target(spec_, model);
+    auto H = make_hvp(loss, params);
+    if (!H) return H.status();
+    at::Tensor hv1 = H->apply(pending_->m.eig.smallest.front().vector);
+    at::Tensor step = flatten(params, params) - pending_->m.theta;
+    auto lipschitz = hessian_lipschitz(pending_->m.hv_min, hv1, step);
+    pending_->m.hvp_count += 1;
+    pending_->seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    return write(lipschitz ? *lipschitz : kNaN);  // a zero step (no update) has no estimate
+  }
+
+  Status write(double lipschitz) {
+    const Measurement& m = pending_->m;
+    const EigenPair &lo = m.eig.smallest.front(), &hi = m.eig.largest.front();
+    csv_.add(pending_->step).add(m.loss).add(m.grad_norm).add(lo.lambda).add(lo.residual).add(hi.lambda)
+        .add(hi.residual).add(m.eig.tolerance).add(int64_t{m.eig.converged}).add(m.eig.iterations)
+        .add(m.eig.restarts).add(m.trace ? m.trace->trace : kNaN).add(m.trace ? m.trace->standard_error : kNaN)
+        .add(m.density ? m.density->negative_mass : kNaN).add(m.density ? m.density->negative_mass_lower : kNaN)
+        .add(m.density ? m.density->negative_mass_upper : kNaN).add(m.g_dot_vmin).add(lipschitz)
+        .add(m.hvp_count).add(int64_t{spec_.get_bool("float64")}).add(pending_->seconds);
+    csv_.end_row();
+    pending_.reset();
+    return csv_.flush();
+  }
+
+  Status write_eigen(int64_t step, const LanczosResult& eig) {
+    for (const auto* end : {&eig.smallest, &eig.largest}) {
+      const char* name = end == &eig.smallest ? "min" : "max";
+      for (size_t i = 0; i < end->size(); ++i) {
+        const EigenPair& p = (*end)[i];
+        eigen_.add(step).add(std::string(name)).add(static_cast<int64_t>(i)).add(p.lambda).add(p.residual);
+        eigen_.end_row();
+        if (spec_.get_bool("vectors")) {
+          std::string dir = run_dir_ + "/curvature";
+          std::filesystem::create_directories(dir);
+          at::Tensor v = p.vector.detach().to(torch::kCPU).contiguous();
+          store::Dtype dt = v.scalar_type() == torch::kFloat64 ? store::Dtype::kFloat64 : store::Dtype::kFloat32;
+          SADDLESCOPE_RETURN_IF_ERROR(store::write_npy(fmt::format("{}/step-{:08d}-v{}-{}.npy", dir, step, name, i),
+                                                       dt, {v.numel()}, v.data_ptr()));
+        }
+      }
+    }
+    return eigen_.flush();
+  }
+
+  ProbeSpec spec_;
+  std::string run_dir_;
+  store::CsvWriter csv_, eigen_;
+  std::optional<Pending> pending_;
+};
+
+class SymmetryProbe : public Probe {
+ public:
+  SymmetryProbe(ProbeSpec spec, store::CsvWriter csv) : spec_(std::move(spec)), csv_(std::move(csv)) {}
+  bool due(int64_t step) const override { return spec_.due(step); }
+
+  Status run(int64_t step, const ModelView& model) override {
+    if (!model.layers) return Status::Error("probe 'symmetry': this model does not list its layers");
+    auto scan = symmetry_scan(model.layers());
+    if (!scan) return scan.status();
+    for (const auto& l : *scan) {
+      csv_.add(step).add(l.name).add(l.units).add(static_cast<int64_t>(l.identical_pairs.size()))
+          .add(l.min_relative_distance).add(l.closest_pair.first).add(l.closest_pair.second);
+      csv_.end_row();
+    }
+    return csv_.flush();
+  }
+
+ private:
+  ProbeSpec spec_;
+  store::CsvWriter csv_;
+};
+
+}  // namespace
+
+ProbeSet::ProbeSet() = default;
+ProbeSet::ProbeSet(ProbeSet&&) noexcept = default;
+ProbeSet& ProbeSet::operator=(ProbeSet&&) noexcept = default;
+ProbeSet::~ProbeSet() = default;
+
+Status check_probes(const std::vector<ProbeSpec>& specs, int64_t n_params) {
+  std::vector<std::string> seen;
+  for (const auto& spec : specs) {
+    if (std::find(seen.begin(), seen.end(), spec.name) != seen.end())
+      return Status::Error("probe '" + spec.name + "' given twice (one of each kind per run)");
+    seen.push_back(spec.name);
+    if (spec.name == "curvature" && spec.get_int("k") > n_params)
+      return Status::Error(fmt::format("probe '{}': k = {} exceeds the model's {} parameters", spec.text,
+                                       spec.get_int("k"), n_params));
+  }
+  return Status::Ok();
+}
+
+Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n_params, const std::string& run_dir) {
+  SADDLESCOPE_RETURN_IF_ERROR(check_probes(specs, n_params));
+  ProbeSet set;
+  for (const auto& spec : specs) {
+    if (spec.name == "curvature") {
+      auto csv = store::CsvWriter::create(run_dir + "/curvature.csv", kCurvatureColumns);
+      if (!csv) return csv.status();
+      auto eigen = store::CsvWriter::create(run_dir + "/curvature_eigen.csv", {"step", "end", "index", "lambda", "residual"});
+      if (!eigen) return eigen.status();
+      set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen)));
+    } else if (spec.name == "symmetry") {
+      auto csv = store::CsvWriter::create(run_dir + "/symmetry.csv",
+                                          {"step", "layer", "units", "identical_pairs", "min_relative_distance",
+                                           "closest_a", "closest_b"});
+      if (!csv) return csv.status();
+      set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
+    }
+  }
+  return set;
+}
+
+bool ProbeSet::due(int64_t step) const {
+  for (const auto& p : probes_)
+    if (p->due(step)) return true;
+  return false;
+}
+
+Status ProbeSet::run(int64_t step, const ModelView& model) {
+  Clock::time_point t0 = Clock::now();
+  for (auto& p : probes_)
+    if (p->due(step)) SADDLESCOPE_RETURN_IF_ERROR(p->run(step, model));
+  seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  return Status::Ok();
+}
+
+Status ProbeSet::finish() {
+  for (auto& p : probes_) SADDLESCOPE_RETURN_IF_ERROR(p->finish());
+  return Status::Ok();
+}
+
+Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView& model) {
+  auto m = measure(spec, model, 0);
+  if (!m) return m.status();
+  auto pairs = [](const std::vector<EigenPair>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& p : v) a.push_back({{"lambda", p.lambda}, {"residual", p.residual}});
+    return a;
+  };
+  nlohmann::json j = {{"probe", spec.resolved()}, {"loss", m->loss}, {"grad_norm", m->grad_norm},
+                      {"lambda_min", m->eig.lambda_min()}, {"lambda_min_residual", m->eig.smallest.front().residual},
+                      {"lambda_max", m->eig.lambda_max()}, {"lambda_max_residual", m->eig.largest.front().residual},
+                      {"tolerance", m->eig.tolerance}, {"converged", m->eig.converged},
+                      {"iterations", m->eig.iterations}, {"hvp_count", m->hvp_count},
+                      {"g_dot_vmin", m->g_dot_vmin}, {"smallest", pairs(m->eig.smallest)},
+                      {"largest", pairs(m->eig.largest)}};
+  if (m->trace) j["trace"] = {{"estimate", m->trace->trace}, {"standard_error", m->trace->standard_error}};
+  if (m->density)
+    j["negative_mass"] = {{"estimate", m->density->negative_mass}, {"lower", m->density->negative_mass_lower},
+                          {"upper", m->density->negative_mass_upper}, {"standard_error", m->density->negative_mass_se}};
+  return j;
+}
+
+}  // namespace saddlescope::probes

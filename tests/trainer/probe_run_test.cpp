@@ -1,0 +1,154 @@
+// Probes in a training run: they write what they claim and never change the trajectory; the symmetric
+// saddle stays exactly symmetric under deterministic CPU arithmetic until noise breaks it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "saddlescope/analysis/divergence.h"
+#include "saddlescope/probes/probe.h"
+#include "saddlescope/store/csv.h"
+#include "saddlescope/trainer/train.h"
+#include "small_run.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope::trainer {
+namespace {
+
+using testing::small_config;
+using testing::write_pixels;
+
+std::string run(RunConfig cfg, std::vector<std::string> probe_specs) {
+  for (const auto& s : probe_specs) cfg.probes.push_back(probes::parse_probe_spec(s)->resolved());
+  cfg.snapshot_every = 50;
+  auto r = train(cfg, {true, nullptr});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? r->run_dir : "";
+}
+
+store::CsvTable table(const std::string& path) {
+  auto t = store::read_csv(path);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? *t : store::CsvTable{};
+}
+
+TEST(ProbeRun, CurvatureRowsAndNoEffectOnTheTrajectory) {
+  testing::TempDir dir;
+  RunConfig cfg = small_config(dir, write_pixels(dir));
+  std::string plain = run(cfg, {});
+  cfg.out = dir.file("probed");
+  std::string probed = run(cfg, {"curvature:every=50,k=2,batch=64,trace=10", "symmetry:every=75"});
+
+  auto d = analysis::diverge(plain, probed);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_FALSE(d->first_loss_step) << "probes must not change the losses";
+  EXPECT_FALSE(d->first_param_step) << "probes must not change the parameters";
+
+  store::CsvTable c = table(probed + "/curvature.csv");
+  EXPECT_EQ(c.columns, probes::kCurvatureColumns);
+  ASSERT_EQ(c.rows.size(), 3u);  // steps 0, 50, 100 of 150
+  for (const auto& row : c.rows) {
+    double lmin = row[c.column("lambda_min")], lmax = row[c.column("lambda_max")];
+    EXPECT_LE(lmin, lmax);
+    EXPECT_EQ(row[c.column("converged")], 1);
+    EXPECT_LE(row[c.column("lambda_min_residual")], row[c.column("tolerance")]);
+    EXPECT_GT(row[c.column("hvp_count")], 2);
+    EXPECT_TRUE(std::isfinite(row[c.column("trace")]));
+    EXPECT_TRUE(std::isfinite(row[c.column("hessian_lipschitz")])) << "one step after every probe step";
+  }
+  EXPECT_EQ(c.rows[1][c.column("step")], 50);
+  auto lines = testing::read_lines(probed + "/curvature_eigen.csv");
+  EXPECT_EQ(lines.size(), 1u + 3 * 4);  // header + 3 steps x (2 smallest + 2 largest)
+  auto sym = testing::read_lines(probed + "/symmetry.csv");
+  EXPECT_EQ(sym.size(), 1u + 2 * 4);  // steps 0 and 75, four layers each
+}
+
+TEST(ProbeRun, DuplicatedUnitsStayIdenticalOnTheCpuUntilNoiseBreaksThem) {
+  testing::TempDir dir;
+  RunConfig cfg = small_config(dir, write_pixels(dir));
+  cfg.init = "duplicate";
+  std::string sym = run(cfg, {"symmetry:every=50"});
+  auto lines = testing::read_lines(sym + "/symmetry.csv");
+  // 24 -> 16 -> 4 -> 16 -> 24: the hidden layers have C(16,2) = 120, C(4,2) = 6, 120 identical pairs.
+  for (const char* step : {"0", "50", "100"})
+    for (const auto& [layer, pairs] : std::vector<std::pair<std::string, std::string>>{
+             {"encoder.fc1", "120"}, {"encoder.fc2", "6"}, {"decoder.fc1", "120"}}) {
+      std::string prefix = std::string(step) + "," + layer + ",";
+      auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+      ASSERT_NE(row, lines.end()) << prefix;
+      EXPECT_EQ(row->substr(prefix.size(), row->find(',', prefix.size() + 3) - prefix.size()),
+                std::string(layer == "encoder.fc2" ? "4," : "16,") + pairs)
+          << *row;
+    }
+  cfg.perturbation.kind = "gaussian";
+  cfg.perturbation.sigma = 1e-6;
+  cfg.out = dir.file("noisy");
+  auto noisy = testing::read_lines(run(cfg, {"symmetry:every=50"}) + "/symmetry.csv");
+  auto row = std::find_if(noisy.begin(), noisy.end(), [](const std::string& l) { return l.rfind("50,encoder.fc1,", 0) == 0; });
+  ASSERT_NE(row, noisy.end());
+  EXPECT_EQ(row->rfind("50,encoder.fc1,16,0,", 0), 0u) << "noise of 1e-6 breaks the symmetry: " << *row;
+}
+
+TEST(ProbeRun, BadProbesFailBeforeAnythingIsWritten) {
+  testing::TempDir dir;
+  RunConfig cfg = small_config(dir, write_pixels(dir));
+  cfg.out = dir.file("bad");
+  cfg.probes = {probes::parse_probe_spec("curvature:k=5000,iters=5000")->resolved()};
+  auto r = train(cfg, {false, nullptr});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("k = 5000 exceeds the model's 956 parameters"), std::string::npos)
+      << r.status().message();
+  cfg.probes = {probes::parse_probe_spec("symmetry")->resolved(), probes::parse_probe_spec("symmetry:every=3")->resolved()};
+  r = train(cfg, {false, nullptr});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("probe 'symmetry' given twice"), std::string::npos);
+  EXPECT_FALSE(fs::exists(cfg.out));
+}
+
+TEST(ProbeSpec, ErrorsSayWhatWasExpected) {
+  auto expect = [](const std::string& text, const std::string& message) {
+    auto s = probes::parse_probe_spec(text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.status().message(), "probe '" + text + "': " + message);
+  };
+  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry)");
+  expect("curvature:every=0", "every must be >= 1 (or give steps with at=), got 0");
+  expect("curvature:k=0", "k must be >= 1, got 0");
+  expect("curvature:k=two", "k must be an integer, got 'two'");
+  expect("curvature:tol=-1", "tol must be a number > 0, got '-1'");
+  expect("curvature:float64=yes", "float64 must be true or false, got 'yes'");
+  expect("curvature:at=5+x", "at must be steps >= 0 joined by '+', got '5+x'");
+  expect("curvature:k", "expected KEY=VALUE, got 'k'");
+  expect("curvature:iters=3,k=4", "iters must be >= k, got iters=3, k=4");
+  expect("symmetry:k=1", "unknown option 'k' (symmetry takes every, at)");
+  auto ok = probes::parse_probe_spec("curvature:every=0,at=0+100");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->due(100));
+  EXPECT_FALSE(ok->due(50));
+}
+
+TEST(CurvatureAt, EvaluatesOnceAndNamesMissingSnapshots) {
+  testing::TempDir dir;
+  RunConfig cfg = small_config(dir, write_pixels(dir));
+  std::string trained = run(cfg, {});
+  RunConfig probe = cfg;
+  probe.init_from = trained;
+  auto j = curvature_at(probe, 100, "curvature:k=1,batch=64");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_LE((*j)["lambda_min"].get<double>(), (*j)["lambda_max"].get<double>());
+  EXPECT_EQ((*j)["parameter_count"], 956);
+  auto missing = curvature_at(probe, 7, "curvature");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no snapshot at step 7"), std::string::npos);
+  auto wrong = curvature_at(cfg, 100, "curvature");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message(), "--at-step needs --init-from RUN_DIR");
+  auto sym = curvature_at(cfg, -1, "symmetry");
+  ASSERT_FALSE(sym.ok());
+  EXPECT_NE(sym.status().message().find("expected a curvature probe"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace saddlescope::trainer
