@@ -1,5 +1,7 @@
 #include "saddlescope/probes/probe_spec.h"
 
+#include "saddlescope/base/text.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -32,24 +34,6 @@ const std::vector<Probe>& probes() {
       {"symmetry", {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}}},
   };
   return p;
-}
-
-bool parse_int(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t i; (i = s.find(sep, start)) != std::string::npos; start = i + 1) parts.push_back(s.substr(start, i - start));
-  parts.push_back(s.substr(start));
-  return parts;
 }
 
 // "" or what was wrong with `value` for `o`.

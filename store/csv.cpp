@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "saddlescope/base/text.h"
+
 namespace saddlescope::store {
 
 std::string format_double(double v) {
@@ -72,19 +74,12 @@ int CsvTable::column(const std::string& name) const {
 Result<CsvTable> read_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::Error(path + ": cannot open for reading");
-  auto split = [](const std::string& line) {
-    std::vector<std::string> f;
-    size_t start = 0;
-    for (size_t i; (i = line.find(',', start)) != std::string::npos; start = i + 1) f.push_back(line.substr(start, i - start));
-    f.push_back(line.substr(start));
-    return f;
-  };
   CsvTable t;
   std::string line;
   if (!std::getline(in, line) || line.empty()) return Status::Error(path + ": empty file, expected a CSV header");
-  t.columns = split(line);
+  t.columns = split(line, ',');
   for (int n = 2; std::getline(in, line); ++n) {
-    std::vector<std::string> f = split(line);
+    std::vector<std::string> f = split(line, ',');
     if (f.size() != t.columns.size())
       return Status::Error(fmt::format("{}:{}: {} fields, expected {}", path, n, f.size(), t.columns.size()));
     std::vector<double> row;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "saddlescope/base/text.h"
 #include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/trainer/mnist.h"
 
@@ -70,14 +71,6 @@ std::string check_data(const std::string& d) {
     if (!x.empty() && !y.empty() && y.find(',') == std::string::npos) return "";
   }
   return "must be mnist or npy:X.npy[,Y.npy], got '" + d + "'";
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t i; (i = s.find(sep, start)) != std::string::npos; start = i + 1) parts.push_back(s.substr(start, i - start));
-  parts.push_back(s.substr(start));
-  return parts;
 }
 
 // Parses a perturbation spec into `p` (keeping its seed); returns "" or what was expected.
@@ -238,16 +231,6 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
-bool parse_int(const std::string& t, int64_t* out) {
-  if (t.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(t.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
 // Value from a flag's text.
 bool parse_text(Kind kind, const std::string& t, Value* v) {
   switch (kind) {
@@ -263,18 +246,13 @@ bool parse_text(Kind kind, const std::string& t, Value* v) {
       v->b = t == "true";
       return t == "true" || t == "false";
     case Kind::kStringList: v->strings = {t}; return true;
-    case Kind::kIntList: {
-      size_t start = 0;
-      while (start <= t.size()) {
-        size_t comma = t.find(',', start);
+    case Kind::kIntList:
+      for (const auto& part : split(t, ',')) {
         int64_t x;
-        if (!parse_int(t.substr(start, comma - start), &x)) return false;
+        if (!parse_int(part, &x)) return false;
         v->list.push_back(x);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
       }
       return true;
-    }
   }
   return false;
 }

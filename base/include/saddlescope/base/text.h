@@ -1,0 +1,32 @@
+// Small text helpers shared by the parsers of configs, probe specs and CSV files.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace saddlescope {
+
+// The fields of `s` between `sep` characters; "a,,b" gives {"a", "", "b"}, "" gives {""}.
+inline std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i; (i = s.find(sep, start)) != std::string::npos; start = i + 1) parts.push_back(s.substr(start, i - start));
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+// A whole decimal integer: false for "", "12x", "1.5" or a value outside int64.
+inline bool parse_int(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace saddlescope
