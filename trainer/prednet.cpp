@@ -1,0 +1,220 @@
+#include "saddlescope/trainer/prednet.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+namespace saddlescope::trainer {
+namespace {
+
+bool known_loss(const std::string& loss) { return loss == "L0" || loss == "Lall" || loss == "pixel_mse"; }
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ")";
+}
+
+torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).padding(k / 2));
+}
+
+// Nearest-neighbour x2 upsampling as a view and one copy: (B, C, h, w) -> (B, C, 2h, 2w). Written out
+// rather than through interpolate() so that it is the same kernel on every LibTorch version.
+torch::Tensor upsample2(const torch::Tensor& x) {
+  auto s = x.sizes();
+  return x.unsqueeze(3).unsqueeze(5)
+      .expand({s[0], s[1], s[2], 2, s[3], 2})
+      .reshape({s[0], s[1], 2 * s[2], 2 * s[3]});
+}
+
+}  // namespace
+
+Status validate(const PredNetOptions& o) {
+  auto bad = [](const std::string& field, const std::string& what) {
+    return Status::Error("prednet." + field + " must be " + what);
+  };
+  const auto layers = static_cast<int64_t>(o.stack_sizes.size());
+  if (layers < 1) return bad("stack_sizes", "non-empty (one entry per layer), got ()");
+  for (int64_t s : o.stack_sizes)
+    if (s < 1) return bad("stack_sizes", "all >= 1, got " + list(o.stack_sizes));
+  if (static_cast<int64_t>(o.r_stack_sizes.size()) != layers)
+    return bad("r_stack_sizes",
+               "one entry per layer (" + std::to_string(layers) + "), got " + list(o.r_stack_sizes));
+  for (int64_t s : o.r_stack_sizes)
+    if (s < 1) return bad("r_stack_sizes", "all >= 1, got " + list(o.r_stack_sizes));
+  // Each layer above the first halves the resolution; upsampling must give back the exact size.
+  const int64_t div = int64_t{1} << (layers - 1);
+  const std::string divisible = "a positive multiple of 2^(layers-1) = " + std::to_string(div) + " (" +
+                                std::to_string(layers) + " layers), got ";
+  if (o.height < 1 || o.height % div) return bad("height", divisible + std::to_string(o.height));
+  if (o.width < 1 || o.width % div) return bad("width", divisible + std::to_string(o.width));
+  if (o.filter_size < 1 || o.filter_size % 2 == 0)
+    return bad("filter_size", "odd and >= 1, got " + std::to_string(o.filter_size));
+  if (o.nt < 2) return bad("nt", ">= 2, got " + std::to_string(o.nt));
+  if (!known_loss(o.loss)) return bad("loss", "one of L0, Lall, pixel_mse, got '" + o.loss + "'");
+  if (!(o.pixel_max > 0) || !std::isfinite(o.pixel_max))
+    return bad("pixel_max", "> 0 and finite, got " + std::to_string(o.pixel_max));
+  return Status::Ok();
+}
+
+PredNetImpl::PredNetImpl(const PredNetOptions& options) : options_(options) {
+  SADDLESCOPE_CHECK(validate(options).ok());
+  const auto& a = options.stack_sizes;
+  const auto& r = options.r_stack_sizes;
+  const int64_t n = layers(), k = options.filter_size;
+  for (int64_t l = 0; l < n; ++l) {
+    auto module = std::make_shared<torch::nn::Module>();
+    auto lstm = std::make_shared<torch::nn::Module>();
+    Layer layer;
+    if (l > 0) layer.conv_a = module->register_module("conv_a", conv(2 * a[l - 1], a[l], k));
+    // The gates see [E_l (2 a_l); R_l (r_l); upsample(R_{l+1}) (r_{l+1}, below the top)].
+    const int64_t in = 2 * a[l] + r[l] + (l + 1 < n ? r[l + 1] : 0);
+    layer.i = lstm->register_module("i", conv(in, r[l], k));
+    layer.f = lstm->register_module("f", conv(in, r[l], k));
+    layer.o = lstm->register_module("o", conv(in, r[l], k));
+    layer.c = lstm->register_module("c", conv(in, r[l], k));
+    module->register_module("lstm", lstm);
+    layer.conv_ahat = module->register_module("conv_ahat", conv(r[l], a[l], k));
+    register_module("l" + std::to_string(l), module);
+    layers_.push_back(layer);
+  }
+}
+
+void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const {
+  if (tap_) tap_("l" + std::to_string(l) + "." + what, t, v);
+}
+
+PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
+  const auto& a_sizes = options_.stack_sizes;
+  const auto& r_sizes = options_.r_stack_sizes;
+  SADDLESCOPE_CHECK(x.dim() == 5 && x.size(1) >= 1 && x.size(2) == a_sizes[0] &&
+                    x.size(3) == options_.height && x.size(4) == options_.width);
+  const int64_t batch = x.size(0), frames = x.size(1), n = layers();
+
+  // State carried between frames, per layer: E_l, R_l and the LSTM cell C_l, zero before frame 0.
+  std::vector<torch::Tensor> e(n), r(n), cell(n);
+  for (int64_t l = 0; l < n; ++l) {
+    const int64_t h = options_.height >> l, w = options_.width >> l;
+    e[l] = torch::zeros({batch, 2 * a_sizes[l], h, w}, x.options());
+    r[l] = torch::zeros({batch, r_sizes[l], h, w}, x.options());
+    cell[l] = torch::zeros({batch, r_sizes[l], h, w}, x.options());
+  }
+
+  std::vector<torch::Tensor> predictions, errors;
+  for (int64_t t = 0; t < frames; ++t) {
+    // Top-down: R_l from this layer's E and R of the previous frame and the new R_{l+1}.
+    for (int64_t l = n - 1; l >= 0; --l) {
+      Layer& L = layers_[l];
+      auto z = l + 1 < n ? torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1) : torch::cat({e[l], r[l]}, 1);
+      auto i = torch::sigmoid(L.i->forward(z));
+      auto f = torch::sigmoid(L.f->forward(z));
+      auto o = torch::sigmoid(L.o->forward(z));
+      auto g = torch::tanh(L.c->forward(z));
+      cell[l] = f * cell[l] + i * g;
+      r[l] = o * torch::tanh(cell[l]);
+      if (tap_) {
+        tap("lstm.i", l, t, i);
+        tap("lstm.f", l, t, f);
+        tap("lstm.o", l, t, o);
+        tap("lstm.c", l, t, g);
+        tap("cell", l, t, cell[l]);
+        tap("r", l, t, r[l]);
+      }
+    }
+    // Bottom-up: predictions, targets and errors of this frame.
+    std::vector<torch::Tensor> frame_errors(n);
+    for (int64_t l = 0; l < n; ++l) {
+      Layer& L = layers_[l];
+      auto ahat = torch::relu(L.conv_ahat->forward(r[l]));
+      torch::Tensor a;
+      if (l == 0) {
+        ahat = torch::clamp_max(ahat, options_.pixel_max);
+        a = x.select(1, t);
+        predictions.push_back(ahat);
+      } else {
+        a = torch::max_pool2d(torch::relu(L.conv_a->forward(e[l - 1])), {2, 2});
+      }
+      auto diff = a - ahat;
+      e[l] = torch::cat({torch::relu(diff), torch::relu(-diff)}, 1);
+      frame_errors[l] = e[l].mean({1, 2, 3});  // (batch)
+      if (tap_) {
+        tap("ahat", l, t, ahat);
+        tap("a", l, t, a);
+        tap("e", l, t, e[l]);
+      }
+    }
+    errors.push_back(torch::stack(frame_errors, 1));  // (batch, L)
+  }
+  return {torch::stack(predictions, 1), torch::stack(errors, 1)};
+}
+
+void PredNetImpl::reset_parameters(at::Generator& gen) {
+  torch::NoGradGuard no_grad;
+  auto init = [&](torch::nn::Conv2d& c) {
+    const auto& w = c->weight;
+    double bound = 1.0 / std::sqrt(static_cast<double>(w.size(1) * w.size(2) * w.size(3)));
+    c->weight.uniform_(-bound, bound, gen);
+    if (options_.zero_bias)
+      c->bias.zero_();
+    else
+      c->bias.uniform_(-bound, bound, gen);
+  };
+  for (Layer& L : layers_) {
+    if (L.conv_a) init(L.conv_a);
+    for (auto* c : {&L.i, &L.f, &L.o, &L.c, &L.conv_ahat}) init(*c);
+  }
+}
+
+Result<PredNet> make_prednet(const PredNetOptions& options) {
+  SADDLESCOPE_RETURN_IF_ERROR(validate(options));
+  return PredNet(options);
+}
+
+std::vector<double> prednet_layer_weights(const std::string& loss, int64_t layers) {
+  SADDLESCOPE_CHECK((loss == "L0" || loss == "Lall") && layers >= 1);
+  std::vector<double> w(layers, loss == "Lall" ? 0.1 : 0.0);
+  w[0] = 1.0;
+  return w;
+}
+
+torch::Tensor prednet_loss(const PredNetOutput& out, const torch::Tensor& x, const std::string& loss) {
+  SADDLESCOPE_CHECK(known_loss(loss) && x.dim() == 5 && x.size(1) >= 2);
+  const int64_t frames = x.size(1);
+  if (loss == "pixel_mse") {
+    // Equal weights 1/(T-1) over t >= 1 make this the mean over those frames.
+    auto d = out.prediction.narrow(1, 1, frames - 1) - x.narrow(1, 1, frames - 1);
+    return d.pow(2).mean();
+  }
+  // Mean over t >= 1 (time weights 0, then 1/(T-1)), then the layer weights as scalars: no weight
+  // tensor to build on the host and copy to the device every step.
+  auto per_layer = out.errors.narrow(1, 1, frames - 1).mean(1);  // (batch, L)
+  std::vector<double> w = prednet_layer_weights(loss, per_layer.size(1));
+  torch::Tensor total = per_layer.select(1, 0) * w[0];
+  for (size_t l = 1; l < w.size(); ++l)
+    if (w[l] != 0) total = total + per_layer.select(1, static_cast<int64_t>(l)) * w[l];
+  return total.mean();
+}
+
+FrameScores score_predictions(const torch::Tensor& prediction, const torch::Tensor& x) {
+  SADDLESCOPE_CHECK(prediction.dim() == 5 && prediction.sizes() == x.sizes() && x.size(1) >= 2);
+  torch::NoGradGuard no_grad;
+  const int64_t frames = x.size(1);
+  auto next = x.narrow(1, 1, frames - 1);
+  auto per_frame = [&](const torch::Tensor& guess) {
+    auto mse = (guess - next).pow(2).to(torch::kFloat64).mean({0, 2, 3, 4}).cpu().contiguous();
+    return std::vector<double>(mse.data_ptr<double>(), mse.data_ptr<double>() + mse.numel());
+  };
+  FrameScores s;
+  s.model_mse = per_frame(prediction.narrow(1, 1, frames - 1));
+  s.previous_mse = per_frame(x.narrow(1, 0, frames - 1));
+  for (size_t i = 0; i < s.model_mse.size(); ++i) {
+    s.model_mean += s.model_mse[i];
+    s.previous_mean += s.previous_mse[i];
+  }
+  s.model_mean /= static_cast<double>(s.model_mse.size());
+  s.previous_mean /= static_cast<double>(s.previous_mse.size());
+  return s;
+}
+
+}  // namespace saddlescope::trainer
