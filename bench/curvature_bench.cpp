@@ -2,8 +2,8 @@
 //   1. HVP time / gradient time on a 256-example probe batch (repeats: min/median/max)
 //   2. HVPs that Lanczos needs for λmin and λmax to tol = 1e-3 (measured residuals), at initial and
 //      at trained parameters
-//   3. training-time overhead of the curvature probe at its default cadence (every = 50)
-// Usage: bench_curvature DEVICE [STEPS] [REPEATS]   (needs MNIST in $SADDLESCOPE_DATA_DIR or data/)
+//   3. training-time overhead of the curvature probe at a cadence (default: the probe's default)
+// Usage: bench_curvature DEVICE [STEPS] [REPEATS] [EVERY]   (needs MNIST in $SADDLESCOPE_DATA_DIR or data/)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/probes/hvp.h"
 #include "saddlescope/probes/lanczos.h"
+#include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/trainer/autoencoder.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   std::string device_name = argc > 1 ? argv[1] : "cpu";
   int64_t steps = argc > 2 ? std::stoll(argv[2]) : 1000;
   int repeats = argc > 3 ? std::stoi(argv[3]) : 20;
+  auto probe = probes::parse_probe_spec(argc > 4 ? std::string("curvature:every=") + argv[4] : "curvature");
+  if (!probe) return fail(probe.status().message());
   trainer::ConfigBuilder b;
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"device", device_name}, {"batch_size", "64"}, {"steps", std::to_string(steps)}, {"seed", "7"},
@@ -76,8 +79,7 @@ int main(int argc, char** argv) {
   auto plain = trainer::train(*cfg, {true, nullptr});
   if (!plain) return fail(plain.status().message());
   trainer::RunConfig probed = *cfg;
-  probed.probes = {"curvature:batch=256,every=50,float64=false,iters=100,k=1,seed=0,slq=0,slq_steps=40,tol=0.001,"
-                   "trace=0,vectors=false"};
+  probed.probes = {probe->resolved()};
   auto with = trainer::train(probed, {true, nullptr});
   if (!with) return fail(with.status().message());
 
@@ -123,8 +125,9 @@ int main(int argc, char** argv) {
                 eig->largest.front().residual, static_cast<long long>(eig->hvp_count),
                 eig->converged ? "" : " (not converged)", lanczos_s);
   }
-  std::printf("overhead: train_s without probe %.2f, with curvature:every=50 %.2f (probe %.2f s in %lld probe steps): +%.1f%%\n",
-              plain->train_s, with->train_s, with->train_s - plain->train_s, static_cast<long long>((steps + 49) / 50),
-              100.0 * (with->train_s - plain->train_s) / plain->train_s);
+  int64_t every = probe->every;
+  std::printf("overhead: train_s without probe %.2f, with %s %.2f (probe %.2f s in %lld probe steps): +%.1f%%\n",
+              plain->train_s, probe->text.c_str(), with->train_s, with->train_s - plain->train_s,
+              static_cast<long long>((steps + every - 1) / every), 100.0 * (with->train_s - plain->train_s) / plain->train_s);
   return 0;
 }

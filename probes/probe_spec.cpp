@@ -27,7 +27,7 @@ struct Probe {
 const std::vector<Probe>& probes() {
   static const std::vector<Probe> p = {
       {"curvature",
-       {{"every", Type::kInt, "50", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "1", 1},
+       {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "1", 1},
         {"tol", Type::kDouble, "0.001", 0}, {"iters", Type::kInt, "100", 2}, {"batch", Type::kInt, "256", 1},
         {"float64", Type::kBool, "false", 0}, {"trace", Type::kInt, "0", 0}, {"slq", Type::kInt, "0", 0},
         {"slq_steps", Type::kInt, "40", 2}, {"vectors", Type::kBool, "false", 0}, {"seed", Type::kInt, "0", 0}}},

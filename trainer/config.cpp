@@ -177,7 +177,7 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
        FIELD(perturbation.seed)},
       {"probe", Kind::kStringList,
-       "probes, repeatable: curvature[:every=50,k=1,tol=0.001,iters=100,batch=256,float64=false,trace=0,"
+       "probes, repeatable: curvature[:every=1000,k=1,tol=0.001,iters=100,batch=256,float64=false,trace=0,"
        "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S] or symmetry[:every=100,at=S+S]",
        [](RunConfig& c, const Value& v) -> std::string {
          c.probes.clear();

@@ -2,7 +2,7 @@
 //   curvature:every=50,k=2        symmetry:every=10        curvature:at=0+500+1000,float64=true
 // Torch-free, so that configs are validated before any training starts.
 //
-//   curvature  every (50), at (steps joined by '+'), k (1) extreme eigenpairs at each end, tol (1e-3),
+//   curvature  every (1000: about 6% of an H200 autoencoder run, docs/benchmarks.md), at (steps joined by '+'), k (1) extreme eigenpairs at each end, tol (1e-3),
 //              iters (100) Lanczos cap, batch (256) probe-batch size, float64 (false) measure on a
 //              float64 copy of the model, trace (0) Hutchinson samples, slq (0) SLQ probes,
 //              slq_steps (40), vectors (false) save eigenvectors as .npy, seed (0)
@@ -32,7 +32,7 @@ struct ProbeSpec {
 
   // Due at optimiser step `step`?
   bool due(int64_t step) const;
-  // The spec with every option written out, e.g. "curvature:batch=256,every=50,k=1,..."
+  // The spec with every option written out, e.g. "curvature:batch=256,every=1000,k=1,..."
   std::string resolved() const;
 };
 
