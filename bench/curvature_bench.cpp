@@ -74,8 +74,13 @@ int main(int argc, char** argv) {
   if (!data) return fail(data.status().message());
   torch::Device device(device_name);
 
-  // 3. Overhead at the default cadence: the same run with and without the probe.
+  // 3. Overhead: the same run with and without the probe, after a short warm-up run so that neither
+  // pays the device's start-up (CUDA context, cuBLAS handles, allocator growth).
   (void)remove_tree(cfg->out);
+  trainer::RunConfig warm = *cfg;
+  warm.steps = 50;
+  warm.log_every = 50;
+  if (auto w = trainer::train(warm, {true, nullptr}); !w) return fail(w.status().message());
   auto plain = trainer::train(*cfg, {true, nullptr});
   if (!plain) return fail(plain.status().message());
   trainer::RunConfig probed = *cfg;
