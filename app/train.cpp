@@ -32,8 +32,8 @@ Command add_train(CLI::App& app) {
                r->steps_completed / std::max(r->train_s, 1e-9));
     fmt::print("train    loss {:.6f} (mean of the last {} steps)\n", r->final_loss,
                std::min(cfg->log_every, cfg->steps));
-    fmt::print("{:<8} MSE {:.6f}; mean-image baseline {:.6f} (model/baseline = {:.3f})\n", r->eval_split,
-               *r->eval_mse, *r->baseline_mse, *r->eval_mse / *r->baseline_mse);
+    fmt::print("{:<8} MSE {:.6f}; {} baseline {:.6f} (model/baseline = {:.3f})\n", r->eval_split, *r->eval_mse,
+               r->baseline, *r->baseline_mse, *r->eval_mse / *r->baseline_mse);
     return 0;
   };
   return {sub, run};

@@ -62,7 +62,7 @@ std::string check_device(const std::string& d) {
 }
 
 std::string check_data(const std::string& d) {
-  if (d == "mnist") return "";
+  if (d == "mnist" || d == "moving-mnist") return "";
   if (d.rfind("npy:", 0) == 0) {
     std::string rest = d.substr(4);
     size_t comma = rest.find(',');
@@ -70,7 +70,7 @@ std::string check_data(const std::string& d) {
     std::string y = comma == std::string::npos ? "ok" : rest.substr(comma + 1);
     if (!x.empty() && !y.empty() && y.find(',') == std::string::npos) return "";
   }
-  return "must be mnist or npy:X.npy[,Y.npy], got '" + d + "'";
+  return "must be mnist, npy:X.npy[,Y.npy] or moving-mnist, got '" + d + "'";
 }
 
 // Parses a perturbation spec into `p` (keeping its seed); returns "" or what was expected.
@@ -107,8 +107,9 @@ std::string parse_perturbation(const std::string& spec, Perturbation* p) {
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
-      {"model", Kind::kString, "model to train: autoencoder",
-       [](RunConfig& c, const Value& v) { c.model = v.s; return one_of(v.s, {"autoencoder"}); }, FIELD(model)},
+      {"model", Kind::kString, "model to train: autoencoder or prednet",
+       [](RunConfig& c, const Value& v) { c.model = v.s; return one_of(v.s, {"autoencoder", "prednet"}); },
+       FIELD(model)},
       {"hidden", Kind::kIntList, "encoder widths, decoder mirrors them, e.g. 256,64",
        [](RunConfig& c, const Value& v) -> std::string {
          c.hidden = v.list;
@@ -117,8 +118,33 @@ const std::vector<Key>& keys() {
            if (w < 1 || w > 65536) return fmt::format("widths must be in 1..65536, got {}", w);
          return "";
        }, FIELD(hidden)},
-      {"data", Kind::kString, "training data: mnist or npy:X.npy[,Y.npy]",
+      {"data", Kind::kString, "training data: mnist, npy:X.npy[,Y.npy] or moving-mnist",
        [](RunConfig& c, const Value& v) { c.data = v.s; return check_data(v.s); }, FIELD(data)},
+      {"prednet_stacks", Kind::kIntList, "PredNet channels per layer, image first",
+       [](RunConfig& c, const Value& v) -> std::string {
+         c.prednet.stack_sizes = v.list;
+         if (v.list.size() < 2) return "must list the image channels and at least one layer";
+         for (int64_t w : v.list)
+           if (w < 1 || w > 4096) return fmt::format("sizes must be in 1..4096, got {}", w);
+         return "";
+       }, FIELD(prednet.stack_sizes)},
+      {"prednet_loss", Kind::kString, "PredNet loss: L0, Lall or pixel_mse",
+       [](RunConfig& c, const Value& v) { c.prednet.loss = v.s; return one_of(v.s, {"L0", "Lall", "pixel_mse"}); },
+       FIELD(prednet.loss)},
+      {"prednet_zero_bias", Kind::kBool, "PredNet biases start at 0 (the authors' init)",
+       [](RunConfig& c, const Value& v) { c.prednet.zero_bias = v.b; return ""; }, FIELD(prednet.zero_bias)},
+      {"nt", Kind::kInt, "PredNet frames per sequence",
+       [](RunConfig& c, const Value& v) {
+         c.prednet.nt = v.i;
+         return v.i > 20 ? fmt::format("must be <= 20, got {}", v.i) : at_least(v.i, 2);
+       }, FIELD(prednet.nt)},
+      {"canvas", Kind::kInt, "Moving MNIST canvas side in pixels",
+       [](RunConfig& c, const Value& v) { c.prednet.canvas = v.i; return at_least(v.i, 28); }, FIELD(prednet.canvas)},
+      {"digits", Kind::kInt, "Moving MNIST digits per sequence",
+       [](RunConfig& c, const Value& v) { c.prednet.digits = v.i; return at_least(v.i, 1); }, FIELD(prednet.digits)},
+      {"eval_sequences", Kind::kInt, "Moving MNIST held-out test sequences",
+       [](RunConfig& c, const Value& v) { c.prednet.eval_sequences = v.i; return at_least(v.i, 1); },
+       FIELD(prednet.eval_sequences)},
       {"data_dir", Kind::kString, "data cache directory (default: $SADDLESCOPE_DATA_DIR or data)",
        [](RunConfig& c, const Value& v) { c.data_dir = v.s; return v.s.empty() ? "must not be empty" : ""; },
        FIELD(data_dir)},
@@ -407,6 +433,9 @@ std::string RunConfig::identity() const {
   nlohmann::json j = to_json();
   for (const char* k : {"out", "data_dir", "log_every", "snapshot_every", "snapshot_grads"}) j.erase(k);
   if (perturbation.kind == "none") j.erase("perturbation_seed");
+  // Keys of the other model do not change this one's result.
+  if (model == "prednet") j.erase("hidden");
+  else for (const char* k : {"prednet_stacks", "prednet_loss", "prednet_zero_bias", "nt", "canvas", "digits", "eval_sequences"}) j.erase(k);
   return j.dump();  // nlohmann orders object keys: canonical
 }
 

@@ -6,6 +6,7 @@
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/idx.h"
 #include "saddlescope/trainer/mnist.h"
+#include "saddlescope/trainer/moving_mnist.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -24,7 +25,7 @@ Result<Dataset> load_mnist(const RunConfig& cfg) {
   if (!train) return train.status();
   auto test = read_idx_images(files->test_images, files->test_labels);
   if (!test) return test.status();
-  return Dataset{images_to_float(train->images), images_to_float(test->images), "test",
+  return Dataset{images_to_float(train->images), nullptr, images_to_float(test->images), "test",
                  "mnist (" + files->train_images + ", " + files->test_images + ")"};
 }
 
@@ -74,14 +75,41 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
       return Status::Error(y_path + ": expected " + std::to_string(n) + " labels (shape (N,) to match " +
                            x_path + "), found shape with " + std::to_string(y->numel()) + " elements");
   }
-  return Dataset{t, t, "train", "npy (" + x_path + (y_path.empty() ? "" : ", " + y_path) + ")"};
+  return Dataset{t, nullptr, t, "train", "npy (" + x_path + (y_path.empty() ? "" : ", " + y_path) + ")", {}};
 }
 
 }  // namespace
 
+Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
+  MovingMnistOptions o;
+  o.canvas = cfg.prednet.canvas;
+  o.digits = cfg.prednet.digits;
+  o.frames = cfg.prednet.nt;
+  auto sequences = [&](const std::string& split, uint64_t seed) -> Result<MovingMnist> {
+    auto digits = moving_mnist_digits(cfg.data_dir, split);
+    if (!digits) return digits.status();
+    MovingMnistOptions so = o;
+    so.seed = seed;
+    return MovingMnist::create(so, std::move(*digits));
+  };
+  auto train = sequences("train", static_cast<uint64_t>(cfg.data_seed));
+  if (!train) return train.status();
+  auto test = sequences("test", 0);  // seed 0: every run is scored on the same held-out sequences
+  if (!test) return test.status();
+  Dataset d;
+  d.sequences = std::make_shared<MovingMnist>(std::move(*train));
+  d.eval = frames_to_input(test->batch(0, cfg.prednet.eval_sequences));
+  d.eval_split = "test";
+  d.source = "moving-mnist (generated from the MNIST train digits; test sequences from the test digits)";
+  d.example_shape = {cfg.prednet.nt, 1, cfg.prednet.canvas, cfg.prednet.canvas};
+  return d;
+}
+
 Result<Dataset> load_dataset(const RunConfig& cfg) {
+  if (cfg.data == "moving-mnist") return load_moving_mnist(cfg);
   auto data = cfg.data == "mnist" ? load_mnist(cfg) : load_npy(cfg);
   if (!data) return data;
+  data->example_shape = {data->train.size(1)};
   if (cfg.batch_size > data->train.size(0))
     return Status::Error("batch_size " + std::to_string(cfg.batch_size) + " exceeds the " +
                          std::to_string(data->train.size(0)) + " training examples of " + cfg.data);

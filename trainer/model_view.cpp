@@ -1,41 +1,26 @@
 #include "saddlescope/trainer/model_view.h"
 
-#include <memory>
-
 #include <torch/torch.h>
 
 namespace saddlescope::trainer {
 
-probes::ModelView autoencoder_view(Autoencoder model, const std::vector<int64_t>& hidden,
-                                   const torch::Tensor& train_x, int64_t examples, uint64_t seed) {
-  examples = std::min(examples, train_x.size(0));
-  auto gen = at::detail::createCPUGenerator(seed);
-  torch::Tensor rows = torch::randperm(train_x.size(0), gen, torch::kInt64).narrow(0, 0, examples);
-  torch::Tensor probe_x = train_x.index_select(0, rows.to(train_x.device()));
-
+probes::ModelView model_view(std::shared_ptr<Model> model, torch::Tensor probe_x) {
   probes::ModelView view;
-  view.params = model->parameters();
-  view.probe_examples = examples;
-  view.probe_loss = [model, probe_x](int64_t batch) mutable {
-    torch::Tensor x = probe_x.narrow(0, 0, batch);
-    return torch::mse_loss(model->forward(x), x);
-  };
-  auto twin = std::make_shared<Autoencoder>(nullptr);
-  view.float64 = [model, hidden, probe_x, twin](int64_t batch) {
-    if (!*twin) {
-      *twin = Autoencoder(probe_x.size(1), hidden);
-      (*twin)->to(torch::kFloat64);
-      (*twin)->to(probe_x.device());
-    }
-    std::vector<torch::Tensor> params = (*twin)->parameters();
-    Status copied = probes::copy_parameters(model->parameters(), params);
+  view.params = model->module().parameters();
+  view.probe_examples = probe_x.size(0);
+  view.probe_loss = [model, probe_x](int64_t batch) { return model->loss(probe_x.narrow(0, 0, batch)); };
+  auto twin = std::make_shared<std::shared_ptr<Model>>();
+  view.float64 = [model, probe_x, twin](int64_t batch) {
+    if (!*twin) *twin = model->float64_copy(probe_x.device());
+    std::vector<torch::Tensor> params = (*twin)->module().parameters();
+    Status copied = probes::copy_parameters(model->module().parameters(), params);
     SADDLESCOPE_CHECK(copied.ok());  // the same architecture by construction
     torch::Tensor x = probe_x.narrow(0, 0, batch).to(torch::kFloat64);
-    Autoencoder m = *twin;
-    probes::LossFn loss = [m, x]() mutable { return torch::mse_loss(m->forward(x), x); };
+    std::shared_ptr<Model> m = *twin;
+    probes::LossFn loss = [m, x] { return m->loss(x); };
     return std::make_pair(params, loss);
   };
-  view.layers = [model] { return model->unit_layers(); };
+  if (!model->unit_layers().empty()) view.layers = [model] { return model->unit_layers(); };
   return view;
 }
 

@@ -14,7 +14,8 @@
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/run_dir.h"
-#include "saddlescope/trainer/autoencoder.h"
+#include "saddlescope/trainer/model.h"
+#include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/execution.h"
@@ -88,29 +89,51 @@ torch::Tensor grad_norm(const std::vector<torch::Tensor>& params) {
   return torch::stack(sq).sum().sqrt();
 }
 
-// Mean squared error per element of the model on `x` and of predicting `mean` for every row, both
-// accumulated in float64.
-std::pair<double, double> evaluate(Autoencoder& model, const torch::Tensor& x, const torch::Tensor& mean,
-                                   torch::Device device) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  double model_se = 0, base_se = 0;
-  for (int64_t i = 0; i < x.size(0); i += 1000) {
-    auto batch = x.narrow(0, i, std::min<int64_t>(1000, x.size(0) - i)).to(device);
-    model_se += (model->forward(batch) - batch).pow(2).sum(torch::kFloat64).item<double>();
-    base_se += (batch - mean).pow(2).sum(torch::kFloat64).item<double>();
+// Training batches and the fixed probe set, on the device in the model's dtype: rows of a dataset in a
+// seeded order, or freshly generated Moving MNIST sequences (batch k of b holds sequences kb..kb+b-1).
+class Batches {
+ public:
+  Batches(const Dataset& data, uint64_t seed, torch::Device device, torch::Dtype dtype)
+      : data_(data), device_(device), dtype_(dtype) {
+    if (!data.sequences) {
+      train_x_ = data.train.to(device, dtype);
+      order_.emplace(train_x_.size(0), seed, device);
+    }
   }
-  model->train();
-  double n = static_cast<double>(x.numel());
-  return {model_se / n, base_se / n};
-}
+
+  torch::Tensor next(int64_t b) {
+    if (order_) return train_x_.index_select(0, order_->next(b));
+    torch::Tensor x = frames_to_input(data_.sequences->batch(position_, b)).to(device_, dtype_);
+    position_ += b;
+    return x;
+  }
+
+  // `n` examples drawn once from their own seed (rows), or sequences far beyond any training index:
+  // the same for every run of a dataset, whatever the training order.
+  torch::Tensor probe_set(int64_t n) const {
+    if (!order_) return frames_to_input(data_.sequences->batch(int64_t{1} << 40, n)).to(device_, dtype_);
+    n = std::min(n, train_x_.size(0));
+    auto gen = at::detail::createCPUGenerator(kProbeSeed);
+    torch::Tensor rows = torch::randperm(train_x_.size(0), gen, torch::kInt64).narrow(0, 0, n);
+    return train_x_.index_select(0, rows.to(device_));
+  }
+
+  // The mean training example (the autoencoder's baseline), or undefined.
+  torch::Tensor train_mean() const { return order_ ? train_x_.mean(0) : torch::Tensor(); }
+
+ private:
+  static constexpr uint64_t kProbeSeed = 0x5add1e;
+  const Dataset& data_;
+  torch::Device device_;
+  torch::Dtype dtype_;
+  torch::Tensor train_x_;
+  std::optional<ExampleOrder> order_;
+  int64_t position_ = 0;
+};
 
 torch::Dtype dtype_of(const RunConfig& cfg) {
   return cfg.execution.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
-
-// The probe set's examples are drawn from their own seed: the same for every run of a dataset.
-constexpr uint64_t kProbeSeed = 0x5add1e;
 
 struct Run {
   const RunConfig& cfg;
@@ -124,37 +147,36 @@ struct Run {
 // The model with its initial weights: drawn on the CPU from `seed` (or loaded), then perturbed, then
 // moved to the device — so every device starts from the same bits. `applied` gets what the
 // perturbation did at the start.
-Result<Autoencoder> initial_model(const RunConfig& cfg, int64_t features, Perturber& perturb,
-                                  nlohmann::json* applied) {
-  Autoencoder model(features, cfg.hidden);
+Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset& data, Perturber& perturb,
+                                             nlohmann::json* applied) {
+  auto model = make_model(cfg, data.example_shape);
+  if (!model) return model.status();
+  torch::nn::Module& m = (*model)->module();
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
-  model->reset_parameters(gen);
-  if (cfg.init == "duplicate") model->duplicate_hidden_units();
-  if (cfg.init == "zero") model->zero_parameters();
+  SADDLESCOPE_RETURN_IF_ERROR((*model)->initialise(gen, cfg.init));
   // Drawn in float32 and widened exactly, so a float64 run starts from the float32 run's values: the
   // trajectory-level high-precision reference differs only in the arithmetic that follows.
-  model->to(dtype_of(cfg));
-  NamedTensors named = model->named_parameters();
+  m.to(dtype_of(cfg));
+  NamedTensors named = m.named_parameters();
   if (!cfg.init_from.empty()) SADDLESCOPE_RETURN_IF_ERROR(load_parameters(cfg.init_from, named));
   auto flipped = perturb.at_start(named);
   if (!flipped) return flipped.status();
   *applied = *flipped;
-  model->to(torch::Device(cfg.execution.device));
-  return model;
+  m.to(torch::Device(cfg.execution.device));
+  return *model;
 }
 
-Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& perturb,
+Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, Perturber& perturb,
                   probes::ProbeSet& probe_set, const TrainOptions& options, TrainResult* result) {
   const RunConfig& cfg = run.cfg;
   torch::Device device(cfg.execution.device);
   torch::Dtype dtype = dtype_of(cfg);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(cfg.lr));
-  auto params = model->parameters();
-  NamedTensors named = model->named_parameters();
+  torch::optim::Adam optimizer(model->module().parameters(), torch::optim::AdamOptions(cfg.lr));
+  auto params = model->module().parameters();
+  NamedTensors named = model->module().named_parameters();
 
-  torch::Tensor train_x = data.train.to(device, dtype);
-  probes::ModelView view = autoencoder_view(model, cfg.hidden, train_x, run.probe_examples, kProbeSeed);
-  ExampleOrder order(train_x.size(0), static_cast<uint64_t>(cfg.data_seed), device);
+  Batches batches(data, static_cast<uint64_t>(cfg.data_seed), device, dtype);
+  probes::ModelView view = model_view(model, batches.probe_set(run.probe_examples));
   auto metrics = store::CsvWriter::create(run.dir + "/metrics.csv",
                                           {"step", "loss", "grad_norm", "lr", "wall_s"});
   if (!metrics) return metrics.status();
@@ -174,9 +196,9 @@ Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& 
   Clock::time_point t0 = Clock::now();
   int64_t window_start = 0;
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    torch::Tensor x = perturb.batch(train_x.index_select(0, order.next(cfg.batch_size)));
+    torch::Tensor x = perturb.batch(batches.next(cfg.batch_size));
     optimizer.zero_grad();
-    torch::Tensor loss = torch::mse_loss(model->forward(x), x);
+    torch::Tensor loss = model->loss(x);
     loss.backward();
     perturb.gradients(params);
     if (probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(probe_set.run(step, view));
@@ -227,10 +249,12 @@ Status train_loop(Run& run, const Dataset& data, Autoencoder& model, Perturber& 
   SADDLESCOPE_RETURN_IF_ERROR(save_snapshot(snapshot_dir(run.dir, result->steps_completed), named, false));
   result->status = store::kCompleted;
   Clock::time_point e0 = Clock::now();
-  torch::Tensor mean_image = data.train.to(dtype).mean(0).to(device);
-  auto [mse, baseline] = evaluate(model, data.eval.to(dtype), mean_image, device);
-  result->eval_mse = mse;
-  result->baseline_mse = baseline;
+  Model::Scores scores = model->evaluate(data.eval.to(device, dtype), batches.train_mean());
+  result->eval_mse = scores.mse;
+  result->baseline_mse = scores.baseline_mse;
+  result->baseline = scores.baseline;
+  run.manifest["evaluation_per_frame"] = scores.per_frame_mse.empty() ? nlohmann::json()
+      : nlohmann::json{{"mse", scores.per_frame_mse}, {"baseline_mse", scores.per_frame_baseline_mse}};
   run.manifest["timings"]["eval_s"] = seconds_since(e0);
   return Status::Ok();
 }
@@ -245,13 +269,16 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   if (!data) return data.status();
   Perturber perturb(cfg.perturbation, cfg.lr);
   nlohmann::json perturbed;
-  auto model = initial_model(cfg, data->train.size(1), perturb, &perturbed);
+  auto model = initial_model(cfg, *data, perturb, &perturbed);
   if (!model) return model.status();
   std::vector<probes::ProbeSpec> specs;
   for (const auto& text : cfg.probes) specs.push_back(*probes::parse_probe_spec(text));  // checked by config
   int64_t n_params = 0;
-  for (const auto& p : (*model)->parameters()) n_params += p.numel();
+  for (const auto& p : (*model)->module().parameters()) n_params += p.numel();
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes(specs, n_params));
+  for (const auto& s : specs)
+    if (s.name == "symmetry" && (*model)->unit_layers().empty())
+      return Status::Error("probe 'symmetry': model " + cfg.model + " has no layers of units to compare");
 
   std::string run_id = store::make_run_id(cfg.run_prefix(), cfg.identity());
   auto dir = store::create_run_dir(cfg.out, run_id, options.replace);
@@ -262,8 +289,10 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   if (!probe_set) return probe_set.status();
   run.manifest = {{"format", store::kManifestFormat}, {"format_version", store::kManifestVersion},
                   {"run_id", run_id}, {"status", store::kRunning}, {"config", cfg.to_json()},
-                  {"data", {{"source", data->source}, {"train_examples", data->train.size(0)},
-                            {"eval_examples", data->eval.size(0)}, {"features", data->train.size(1)}}},
+                  {"data", {{"source", data->source},
+                            {"train_examples", data->sequences ? nlohmann::json("unbounded (generated)")
+                                                               : nlohmann::json(data->train.size(0))},
+                            {"eval_examples", data->eval.size(0)}, {"example_shape", data->example_shape}}},
                   {"execution", *applied}, {"perturbation_applied", perturbed},
                   {"fingerprint", environment_fingerprint()},
                   {"timings", {{"started", utc_now()}}}};
@@ -297,7 +326,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   m["final_loss"] = result.final_loss;
   if (result.eval_mse)
     m["evaluation"] = {{"split", result.eval_split}, {"mse", *result.eval_mse},
-                       {"baseline", "mean training image"}, {"baseline_mse", *result.baseline_mse}};
+                       {"baseline", result.baseline}, {"baseline_mse", *result.baseline_mse}};
   else
     m["evaluation"] = nullptr;
   SADDLESCOPE_RETURN_IF_ERROR(run.save());
@@ -326,13 +355,13 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
   if (!data) return data.status();
   Perturber none(Perturbation{}, cfg.lr);
   nlohmann::json unused;
-  auto model = initial_model(cfg, data->train.size(1), none, &unused);
+  auto model = initial_model(cfg, *data, none, &unused);
   if (!model) return model.status();
   int64_t n_params = 0;
-  for (const auto& p : (*model)->parameters()) n_params += p.numel();
+  for (const auto& p : (*model)->module().parameters()) n_params += p.numel();
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes({*spec}, n_params));
-  torch::Tensor train_x = data->train.to(torch::Device(cfg.execution.device), dtype_of(cfg));
-  probes::ModelView view = autoencoder_view(*model, cfg.hidden, train_x, probe_examples_needed({*spec}), kProbeSeed);
+  Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), torch::Device(cfg.execution.device), dtype_of(cfg));
+  probes::ModelView view = model_view(*model, batches.probe_set(probe_examples_needed({*spec})));
   auto j = probes::evaluate_curvature(*spec, view);
   if (!j) return j.status();
   (*j)["parameters"] = cfg.init_from.empty() ? "initial (seed " + std::to_string(cfg.seed) + ")" : cfg.init_from;

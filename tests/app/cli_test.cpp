@@ -42,7 +42,7 @@ TEST(Cli, TrainFlagErrors) {
   expect_error("train --batch-size 0" + out, "--batch-size: must be >= 1, got 0");
   expect_error("train --steps ten" + out, "--steps: must be an integer, got 'ten'");
   expect_error("train --device tpu" + out, "--device: must be cpu, cuda or cuda:N, got 'tpu'");
-  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, got 'resnet'");
+  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, prednet, got 'resnet'");
   expect_error("train --data mnist --batch-size 60001 --steps 1" + out,
                "batch_size 60001 exceeds the 60000 training examples of mnist");
   EXPECT_FALSE(fs::exists(dir.file("s"))) << "nothing written on bad input";

@@ -69,8 +69,8 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   expect_file_error("hidden = [32, \"x\"]\n", "1: hidden must be a list of integers");
   expect_file_error("hidden = []\n", "1: hidden must list at least one width");
   expect_file_error("device = \"gpu\"\n", "1: device must be cpu, cuda or cuda:N, got 'gpu'");
-  expect_file_error("data = \"npy:\"\n", "1: data must be mnist or npy:X.npy[,Y.npy], got 'npy:'");
-  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, got 'resnet'");
+  expect_file_error("data = \"npy:\"\n", "1: data must be mnist, npy:X.npy[,Y.npy] or moving-mnist, got 'npy:'");
+  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, prednet, got 'resnet'");
   expect_file_error("threads = 0\n", "1: threads must be >= 1, got 0");
   expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
 }

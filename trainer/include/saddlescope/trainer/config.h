@@ -44,10 +44,23 @@ struct Perturbation {
   std::string spec() const;
 };
 
+// PredNet and its Moving MNIST data (model = prednet, data = moving-mnist).
+struct PredNetConfig {
+  std::vector<int64_t> stack_sizes = {1, 32, 64, 128};  // channels of A_l (R_l the same); [0] = image
+  std::string loss = "L0";                              // L0 | Lall | pixel_mse
+  bool zero_bias = true;  // biases start at 0, as the authors' code: with PyTorch's init many seeds
+                          // start with a dead prediction (a negative bias on the 1-channel l0.conv_ahat)
+  int64_t nt = 10;                                      // frames per sequence
+  int64_t canvas = 64;                                  // Moving MNIST canvas side
+  int64_t digits = 2;                                   // digits per sequence
+  int64_t eval_sequences = 256;                         // held-out test sequences
+};
+
 struct RunConfig {
-  std::string model = "autoencoder";        // autoencoder
+  std::string model = "autoencoder";        // autoencoder | prednet
   std::vector<int64_t> hidden = {256, 64};  // encoder widths; the decoder mirrors them
-  std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy]
+  std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy] | moving-mnist
+  PredNetConfig prednet;
   std::string data_dir;                     // default: $SADDLESCOPE_DATA_DIR, else "data"
   ExecutionConfig execution;
   int64_t seed = 0;                         // initial weights

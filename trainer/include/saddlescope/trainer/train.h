@@ -26,7 +26,8 @@ struct TrainResult {
   std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite
   double final_loss = 0;                    // mean training loss over the last log window
   std::optional<double> eval_mse;           // mean squared error per pixel on the eval split
-  std::optional<double> baseline_mse;       // same, predicting the mean training image
+  std::optional<double> baseline_mse;       // same, for the trivial baseline
+  std::string baseline;                     // "mean training image" or "previous frame"
   std::string eval_split;                   // "test" or "train"
   double train_s = 0;
 };

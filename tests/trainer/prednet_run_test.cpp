@@ -1,0 +1,94 @@
+// PredNet through the training loop: Moving MNIST generated on the fly, the previous-frame baseline,
+// probes on a sequence model, and the combinations that make no sense refused before anything is written.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "saddlescope/probes/probe_spec.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/mnist.h"
+#include "saddlescope/trainer/train.h"
+#include "temp_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope::trainer {
+namespace {
+
+// A tiny PredNet on 32x32 one-digit sequences of 3 frames: a second or two on one core.
+RunConfig tiny(const testing::TempDir& dir) {
+  ConfigBuilder b;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "32"}, {"digits", "1"}, {"nt", "3"},
+           {"prednet_stacks", "1,2,4"}, {"steps", "12"}, {"batch_size", "2"}, {"threads", "1"},
+           {"eval_sequences", "8"}, {"log_every", "4"}, {"out", dir.file("study")}})
+    EXPECT_TRUE(b.set_flag(k, v).ok()) << k;
+  return *b.resolve();
+}
+
+TEST(PredNetRun, TrainsOnGeneratedSequencesAndScoresAgainstThePreviousFrame) {
+  testing::TempDir dir;
+  RunConfig cfg = tiny(dir);
+  cfg.probes = {probes::parse_probe_spec("curvature:every=6,batch=2,iters=20")->resolved()};
+  auto r = train(cfg, {false, nullptr});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, "completed");
+  EXPECT_EQ(r->baseline, "previous frame");
+  auto m = store::read_manifest(r->run_dir);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)["data"]["example_shape"], nlohmann::json({3, 1, 32, 32}));
+  EXPECT_EQ((*m)["evaluation_per_frame"]["mse"].size(), 2u) << "frames t = 1, 2";
+  EXPECT_GT((*m)["evaluation"]["baseline_mse"].get<double>(), 0);
+  EXPECT_TRUE(fs::exists(r->run_dir + "/curvature.csv"));
+  EXPECT_TRUE(fs::exists(r->run_dir + "/snapshots/step-00000000/l0.conv_ahat.weight.npy"));
+}
+
+TEST(PredNetRun, SameSeedSameBitsOnTheCpu) {
+  testing::TempDir a, b;
+  auto ra = train(tiny(a), {false, nullptr});
+  auto rb = train(tiny(b), {false, nullptr});
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  auto strip = [](const std::string& dir) {
+    std::ifstream in(dir + "/metrics.csv");
+    std::string all;
+    for (std::string l; std::getline(in, l);) all += l.substr(0, l.rfind(',')) + "\n";
+    return all;
+  };
+  EXPECT_EQ(strip(ra->run_dir), strip(rb->run_dir));
+}
+
+TEST(PredNetRun, MismatchedModelAndDataAreRefused) {
+  testing::TempDir dir;
+  auto expect_error = [&](RunConfig cfg, const std::string& what) {
+    cfg.out = dir.file("bad");
+    auto r = train(cfg, {false, nullptr});
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().message();
+    EXPECT_FALSE(fs::exists(cfg.out)) << what;
+  };
+  RunConfig on_mnist = tiny(dir);
+  on_mnist.data = "mnist";
+  expect_error(on_mnist, "model prednet needs frame sequences (data moving-mnist), not mnist");
+  RunConfig ae = tiny(dir);
+  ae.model = "autoencoder";
+  expect_error(ae, "model autoencoder needs examples of features, not sequences");
+  RunConfig dup = tiny(dir);
+  dup.init = "duplicate";
+  expect_error(dup, "init duplicate is defined for the autoencoder only");
+  RunConfig sym = tiny(dir);
+  sym.probes = {probes::parse_probe_spec("symmetry")->resolved()};
+  expect_error(sym, "probe 'symmetry': model prednet has no layers of units to compare");
+  RunConfig odd = tiny(dir);
+  odd.prednet.canvas = 30;
+  expect_error(odd, "canvas must be a multiple of 2^(layers-1) = 4 for 3 PredNet layers (prednet_stacks), got 30");
+  RunConfig channels = tiny(dir);
+  channels.prednet.stack_sizes = {3, 2, 4};
+  expect_error(channels, "prednet_stacks[0] must be the frames' channels, 1, got 3");
+}
+
+}  // namespace
+}  // namespace saddlescope::trainer
