@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libtorch-dev          # LibTorch 1.13, CPU
   libopenblas0-pthread  # chosen BLAS: OpenBLAS (pthread); recorded in every fingerprint
   libmpfr-dev libgmp-dev libboost-dev
