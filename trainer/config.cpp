@@ -209,7 +209,8 @@ const std::vector<Key>& keys() {
          c.probes.clear();
          for (const auto& text : v.strings) {
            auto spec = probes::parse_probe_spec(text);
-           if (!spec) return spec.status().message();
+           // "probe 'x': why" -> "'x': why": the caller already names the key.
+           if (!spec) return spec.status().message().substr(6);
            c.probes.push_back(spec->resolved());
          }
          return "";

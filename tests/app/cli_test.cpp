@@ -146,7 +146,7 @@ TEST(Cli, ProbesFromFlagsAndFile) {
   ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
   std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
   expect_error("train --probe curvature:every=0 " + common,
-               "--probe: probe 'curvature:every=0': every must be >= 1 (or give steps with at=), got 0");
+               "--probe: 'curvature:every=0': every must be >= 1 (or give steps with at=), got 0");
   Output o = run("train --probe curvature:every=10,batch=32 --probe symmetry:every=10 " + common);
   ASSERT_EQ(o.code, 0) << o.text;
   std::string r = only_run(dir.file(""));
@@ -154,7 +154,7 @@ TEST(Cli, ProbesFromFlagsAndFile) {
   EXPECT_TRUE(fs::exists(r + "/symmetry.csv"));
 
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
-  expect_error("train --config " + toml + " " + common, toml + ":1: probe probe 'hessian': unknown probe 'hessian' "
+  expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
                                                        "(known: curvature, symmetry)");
   expect_error("curvature " + common + " --at-step 3", "--at-step needs --init-from RUN_DIR");
   Output c = run("curvature " + common + " --init-from " + r + " --at-step 0 --spec curvature:batch=16");
