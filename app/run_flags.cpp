@@ -4,11 +4,7 @@
 
 namespace saddlescope::app {
 
-std::string flag_name(const std::string& key) {
-  std::string flag = "--" + key;  // "probe": given once per probe, --probe A --probe B
-  for (char& c : flag) if (c == '_') c = '-';
-  return flag;
-}
+using trainer::flag_name;
 
 RunFlags::RunFlags(CLI::App* sub) : sub_(sub) {
   sub->add_option("--config", config_, "TOML file of config keys; flags override it")->check(CLI::ExistingFile);

@@ -31,7 +31,4 @@ class RunFlags {
   std::map<std::string, std::vector<std::string>> lists_;  // list keys -> every occurrence
 };
 
-// "--batch-size" for the key "batch_size".
-std::string flag_name(const std::string& key);
-
 }  // namespace saddlescope::app

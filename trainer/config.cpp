@@ -333,6 +333,12 @@ const std::vector<std::string>& config_keys() {
   return names;
 }
 
+std::string flag_name(const std::string& key) {
+  std::string flag = "--" + key;
+  for (char& c : flag) if (c == '_') c = '-';
+  return flag;
+}
+
 bool config_is_list(const std::string& key) {
   const Key* k = find_key(key);
   return k && k->kind == Kind::kStringList;
@@ -375,8 +381,7 @@ Status ConfigBuilder::load_toml(const std::string& path) {
 Status ConfigBuilder::set_flag(const std::string& key, const std::string& text) {
   const Key* k = find_key(key);
   SADDLESCOPE_CHECK(k != nullptr);  // flags are generated from keys()
-  std::string flag = "--" + key;
-  for (char& c : flag) if (c == '_') c = '-';
+  std::string flag = flag_name(key);
   Value v;
   if (!parse_text(k->kind, text, &v))
     return Status::Error(flag + ": must be " + kind_name(k->kind) + ", got '" + text + "'");

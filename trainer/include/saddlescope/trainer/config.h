@@ -88,6 +88,8 @@ struct RunConfig {
 
 // The keys a file or flags may set, in order (flags spell them with '-' for '_').
 const std::vector<std::string>& config_keys();
+// The command-line flag of a config key: "--batch-size" for "batch_size".
+std::string flag_name(const std::string& key);
 // Whether `key` takes a list given by repeating its flag (--probe A --probe B).
 bool config_is_list(const std::string& key);
 // One line of help for `key`.
