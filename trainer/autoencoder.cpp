@@ -52,10 +52,15 @@ void AutoencoderImpl::reset_parameters(at::Generator& gen) {
     }
 }
 
+std::vector<torch::nn::Linear> AutoencoderImpl::layers() const {
+  std::vector<torch::nn::Linear> all = encoder_;
+  all.insert(all.end(), decoder_.begin(), decoder_.end());
+  return all;
+}
+
 void AutoencoderImpl::duplicate_hidden_units() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::nn::Linear> layers = encoder_;
-  layers.insert(layers.end(), decoder_.begin(), decoder_.end());
+  std::vector<torch::nn::Linear> layers = this->layers();
   for (size_t i = 0; i + 1 < layers.size(); ++i) {
     auto& w = layers[i]->weight;  // (units, in)
     w.copy_(w[0].unsqueeze(0).expand_as(w));
@@ -71,8 +76,7 @@ void AutoencoderImpl::zero_parameters() {
 }
 
 std::vector<probes::LayerUnits> AutoencoderImpl::unit_layers() const {
-  std::vector<torch::nn::Linear> layers = encoder_;
-  layers.insert(layers.end(), decoder_.begin(), decoder_.end());
+  std::vector<torch::nn::Linear> layers = this->layers();
   std::vector<probes::LayerUnits> units;
   for (size_t i = 0; i < layers.size(); ++i) {
     std::string name = (i < encoder_.size() ? "encoder.fc" + std::to_string(i + 1)

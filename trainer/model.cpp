@@ -62,14 +62,14 @@ class PredNetModel : public Model {
 
   Scores evaluate(const torch::Tensor& x, const torch::Tensor&) override {
     torch::NoGradGuard no_grad;
-    Scores s{0, 0, "previous frame", {}, {}};
     int64_t n = x.size(0), chunk = 16;
+    auto frames = static_cast<size_t>(x.size(1) - 1);  // scored frames t = 1 .. T-1
+    Scores s{0, 0, "previous frame", std::vector<double>(frames, 0.0), std::vector<double>(frames, 0.0)};
     for (int64_t i = 0; i < n; i += chunk) {
       auto batch = x.narrow(0, i, std::min(chunk, n - i));
       FrameScores f = score_predictions(net_->forward(batch).prediction, batch);
       double w = static_cast<double>(batch.size(0)) / static_cast<double>(n);
-      if (s.per_frame_mse.empty()) s.per_frame_mse.assign(f.model_mse.size(), 0), s.per_frame_baseline_mse.assign(f.model_mse.size(), 0);
-      for (size_t t = 0; t < f.model_mse.size(); ++t) {
+      for (size_t t = 0; t < frames; ++t) {
         s.per_frame_mse[t] += w * f.model_mse[t];
         s.per_frame_baseline_mse[t] += w * f.previous_mse[t];
       }

@@ -131,6 +131,12 @@ class Batches {
   int64_t position_ = 0;
 };
 
+int64_t parameter_count(Model& model) {
+  int64_t n = 0;
+  for (const auto& p : model.module().parameters()) n += p.numel();
+  return n;
+}
+
 torch::Dtype dtype_of(const RunConfig& cfg) {
   return cfg.execution.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
@@ -273,8 +279,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   if (!model) return model.status();
   std::vector<probes::ProbeSpec> specs;
   for (const auto& text : cfg.probes) specs.push_back(*probes::parse_probe_spec(text));  // checked by config
-  int64_t n_params = 0;
-  for (const auto& p : (*model)->module().parameters()) n_params += p.numel();
+  int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes(specs, n_params));
   for (const auto& s : specs)
     if (s.name == "symmetry" && (*model)->unit_layers().empty())
@@ -357,8 +362,7 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
   nlohmann::json unused;
   auto model = initial_model(cfg, *data, none, &unused);
   if (!model) return model.status();
-  int64_t n_params = 0;
-  for (const auto& p : (*model)->module().parameters()) n_params += p.numel();
+  int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes({*spec}, n_params));
   Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), torch::Device(cfg.execution.device), dtype_of(cfg));
   probes::ModelView view = model_view(*model, batches.probe_set(probe_examples_needed({*spec})));

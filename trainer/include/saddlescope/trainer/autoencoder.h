@@ -38,6 +38,8 @@ class AutoencoderImpl : public torch::nn::Module {
   std::vector<probes::LayerUnits> unit_layers() const;
 
  private:
+  std::vector<torch::nn::Linear> layers() const;  // encoder then decoder, in forward order
+
   std::vector<torch::nn::Linear> encoder_, decoder_;  // in forward order
 };
 TORCH_MODULE(Autoencoder);
