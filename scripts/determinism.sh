@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The determinism table of docs/determinism.md for the MNIST autoencoder: for each execution config,
-# is it bitwise reproducible run to run (and if not, from which step), and how far is it after N
-# steps from the CPU 1-thread run and from a float64 reference, all from bit-identical initial weights.
-#   scripts/determinism.sh OUT_DIR [STEPS] [cpu|cuda|both]
+# The determinism tables of docs/determinism.md: for each execution config, is it bitwise
+# reproducible run to run (and if not, from which step), and how far is it after N steps from the
+# CPU 1-thread run and from a float64 reference, all from bit-identical initial weights.
+#   scripts/determinism.sh OUT_DIR [STEPS] [cpu|cuda|both] [autoencoder|prednet]
+# autoencoder: MNIST, batch 64. prednet: default size on Moving MNIST, batch 1 (the seed study's).
 # Prints a Markdown table (and writes OUT_DIR/table.md). Needs MNIST in the data cache.
 set -euo pipefail
-out=${1:?usage: determinism.sh OUT_DIR [STEPS] [cpu|cuda|both]}
+out=${1:?usage: determinism.sh OUT_DIR [STEPS] [cpu|cuda|both] [autoencoder|prednet]}
 steps=${2:-2000}
 which=${3:-both}
+model=${4:-autoencoder}
 bin=${SADDLESCOPE:-./build/saddlescope}
-common="--model autoencoder --data mnist --seed 7 --batch-size 64 --lr 1e-3 --steps $steps --snapshot-every 100"
+case $model in
+  autoencoder) common="--model autoencoder --data mnist --seed 7 --batch-size 64 --lr 1e-3 --steps $steps --snapshot-every 100" ;;
+  prednet) common="--model prednet --data moving-mnist --eval-sequences 64 --seed 3 --batch-size 1 --lr 1e-3 --steps $steps --snapshot-every $(( (steps + 1) / 2 ))" ;;
+  *) echo "determinism.sh: model must be autoencoder or prednet, got '$model'" >&2; exit 2 ;;
+esac
 cores=$(nproc)
 
 configs=("cpu-1thread|--device cpu --threads 1" "cpu-${cores}threads|--device cpu --threads $cores")
@@ -19,6 +25,9 @@ if [ "$which" != cpu ]; then
             "cuda-deterministic|--device cuda --threads 1 --deterministic strict"
             "cuda-tf32|--device cuda --threads 1 --tf32-matmul true"
             "cuda-deterministic-tf32|--device cuda --threads 1 --deterministic strict --tf32-matmul true")
+  # PredNet's convolutions are where cuDNN and its TF32 matter; and CUDA graphs must not change bits.
+  [ "$model" = prednet ] && configs+=("cuda-tf32-cudnn-off|--device cuda --threads 1 --tf32-cudnn false"
+                                      "cuda-eager|--device cuda --threads 1 --cuda-graph false")
 fi
 [ "$which" = cuda ] && configs=("${configs[@]:2}") && configs=("cpu-1thread|--device cpu --threads 1" "${configs[@]}")
 

@@ -184,6 +184,9 @@ const std::vector<Key>& keys() {
          c.execution.cublas_workspace = v.s;
          return one_of(v.s, {"default", ":4096:8", ":16:8"});
        }, FIELD(execution.cublas_workspace), true},
+      {"cuda_graph", Kind::kBool, "CUDA: capture each training step as CUDA graphs and replay them (same bits)",
+       [](RunConfig& c, const Value& v) { c.execution.cuda_graph = v.b; return ""; },
+       FIELD(execution.cuda_graph), true},
       {"seed", Kind::kInt, "seed of the initial weights",
        [](RunConfig& c, const Value& v) { c.seed = v.i; return at_least(v.i, 0); }, FIELD(seed)},
       {"data_seed", Kind::kInt, "seed of the example order (default: seed)",
@@ -224,6 +227,8 @@ const std::vector<Key>& keys() {
          c.lr = v.d;
          return v.d > 0 && std::isfinite(v.d) ? "" : fmt::format("must be > 0 and finite, got {}", v.d);
        }, FIELD(lr)},
+      {"lr_drop_at", Kind::kInt, "step from which the learning rate is lr/10 (0: never)",
+       [](RunConfig& c, const Value& v) { c.lr_drop_at = v.i; return at_least(v.i, 0); }, FIELD(lr_drop_at)},
       {"log_every", Kind::kInt, "steps between metric reads and log lines",
        [](RunConfig& c, const Value& v) { c.log_every = v.i; return at_least(v.i, 1); }, FIELD(log_every)},
       {"snapshot_every", Kind::kInt, "parameter snapshots every k steps (0: first and last only)",

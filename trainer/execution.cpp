@@ -64,6 +64,19 @@ void set_threads(int n) {
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(n);
 }
 
+std::string describe_step_failure(const std::exception& e) {
+  std::string what = e.what();
+  what = what.substr(0, what.find('\n'));
+  // LibTorch: "<op> does not have a deterministic implementation, but you set ..."
+  static const std::string kNoDeterministic = " does not have a deterministic implementation";
+  size_t at = what.find(kNoDeterministic);
+  if (at != std::string::npos)
+    return "deterministic = strict: " + what.substr(0, at) +
+           " has no deterministic implementation on this device (deterministic = warn runs it with a "
+           "warning)";
+  return what;
+}
+
 int blas_threads() {
   using GetThreads = int (*)();
   auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "saddlescope/trainer/step.h"
+
 namespace saddlescope::trainer {
 namespace {
 
@@ -25,8 +27,8 @@ std::pair<std::string, std::string> flip_last_bit(torch::Tensor& t, int64_t i) {
 
 }  // namespace
 
-Perturber::Perturber(const Perturbation& p, double lr)
-    : p_(p), lr_(lr), gen_(at::detail::createCPUGenerator(static_cast<uint64_t>(p.seed))) {}
+Perturber::Perturber(const Perturbation& p)
+    : p_(p), gen_(at::detail::createCPUGenerator(static_cast<uint64_t>(p.seed))) {}
 
 Perturber::~Perturber() = default;
 
@@ -59,10 +61,9 @@ void Perturber::gradients(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   torch::Tensor scale;  // per-element standard deviation of the noise, or its global value
   if (!p_.elementwise) {
-    std::vector<torch::Tensor> sq;
     int64_t n = 0;
-    for (const auto& p : params) sq.push_back(p.grad().pow(2).sum()), n += p.numel();
-    scale = torch::stack(sq).sum().sqrt() * (p_.sigma / std::sqrt(static_cast<double>(n)));
+    for (const auto& p : params) n += p.numel();
+    scale = global_grad_norm(params) * (p_.sigma / std::sqrt(static_cast<double>(n)));
   }
   for (const auto& p : params) {
     torch::Tensor z = torch::randn(p.sizes(), gen_, torch::TensorOptions().dtype(p.scalar_type())).to(p.device());
@@ -71,7 +72,7 @@ void Perturber::gradients(const std::vector<torch::Tensor>& params) {
   }
 }
 
-void Perturber::step(torch::optim::Adam& adam, const std::vector<torch::Tensor>& params) {
+void Perturber::step(DeviceAdam& adam, const std::vector<torch::Tensor>& params) {
   if (p_.kind != "stochastic-rounding") {
     adam.step();
     return;
@@ -79,8 +80,11 @@ void Perturber::step(torch::optim::Adam& adam, const std::vector<torch::Tensor>&
   torch::NoGradGuard no_grad;
   if (!adam64_) {
     for (const auto& p : params) shadow_.push_back(p.detach().to(torch::kFloat64).requires_grad_(true));
-    adam64_ = std::make_unique<torch::optim::Adam>(shadow_, torch::optim::AdamOptions(lr_));
+    DeviceAdam::Options o;
+    o.lr = adam.lr();
+    adam64_ = std::make_unique<DeviceAdam>(shadow_, o);
   }
+  if (adam64_->lr() != adam.lr()) adam64_->set_lr(adam.lr());  // follow the schedule
   for (size_t i = 0; i < params.size(); ++i) shadow_[i].mutable_grad() = params[i].grad().to(torch::kFloat64);
   adam64_->step();
   for (size_t i = 0; i < params.size(); ++i) {

@@ -14,6 +14,8 @@
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/adam.h"
+#include "saddlescope/trainer/graph.h"
 #include "saddlescope/trainer/model.h"
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/config.h"
@@ -23,6 +25,7 @@
 #include "saddlescope/trainer/model_view.h"
 #include "saddlescope/trainer/perturbation.h"
 #include "saddlescope/trainer/snapshot.h"
+#include "saddlescope/trainer/step.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -81,14 +84,6 @@ class ExampleOrder {
   torch::Tensor perm_;
 };
 
-// Sum of squared elements of every gradient, then the square root: the global gradient norm.
-torch::Tensor grad_norm(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> sq;
-  for (const auto& p : params)
-    if (p.grad().defined()) sq.push_back(p.grad().pow(2).sum());
-  return torch::stack(sq).sum().sqrt();
-}
-
 // Training batches and the fixed probe set, on the device in the model's dtype: rows of a dataset in a
 // seeded order, or freshly generated Moving MNIST sequences (batch k of b holds sequences kb..kb+b-1).
 class Batches {
@@ -103,9 +98,11 @@ class Batches {
 
   torch::Tensor next(int64_t b) {
     if (order_) return train_x_.index_select(0, order_->next(b));
-    torch::Tensor x = frames_to_input(data_.sequences->batch(position_, b)).to(device_, dtype_);
+    torch::Tensor x = frames_to_input(data_.sequences->batch(position_, b)).to(dtype_);
     position_ += b;
-    return x;
+    // From pinned memory the copy is asynchronous: the host generates the next batch meanwhile.
+    if (device_.is_cuda()) x = x.pin_memory();
+    return x.to(device_, /*non_blocking=*/true);
   }
 
   // `n` examples drawn once from their own seed (rows), or sequences far beyond any training index:
@@ -177,9 +174,11 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
   const RunConfig& cfg = run.cfg;
   torch::Device device(cfg.execution.device);
   torch::Dtype dtype = dtype_of(cfg);
-  torch::optim::Adam optimizer(model->module().parameters(), torch::optim::AdamOptions(cfg.lr));
   auto params = model->module().parameters();
   NamedTensors named = model->module().named_parameters();
+  DeviceAdam::Options adam_options;
+  adam_options.lr = cfg.lr;
+  DeviceAdam adam(params, adam_options);
 
   Batches batches(data, static_cast<uint64_t>(cfg.data_seed), device, dtype);
   probes::ModelView view = model_view(model, batches.probe_set(run.probe_examples));
@@ -190,11 +189,14 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
     return step == 0 || (cfg.snapshot_every > 0 && step % cfg.snapshot_every == 0);
   };
 
+  SideStream stream(device);  // CUDA graphs are captured and replayed off the default stream
+  TrainStep train_step(*model, perturb, adam, device.is_cuda() && cfg.execution.cuda_graph);
+
   // Per-step metrics stay on the device and are read once per log window: no sync inside a step.
   auto on_device = torch::TensorOptions().dtype(torch::kFloat64).device(device);
   torch::Tensor loss_log = torch::empty({cfg.log_every}, on_device);
   torch::Tensor norm_log = torch::empty({cfg.log_every}, on_device);
-  std::vector<double> wall(cfg.log_every);
+  std::vector<double> wall(cfg.log_every), lr(cfg.log_every);
   std::optional<Progress> progress;
   if (options.progress) progress.emplace("train", cfg.steps, "steps", options.progress, 5.0);
   std::string last_loss = "loss ?";
@@ -202,18 +204,17 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
   Clock::time_point t0 = Clock::now();
   int64_t window_start = 0;
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    torch::Tensor x = perturb.batch(batches.next(cfg.batch_size));
-    optimizer.zero_grad();
-    torch::Tensor loss = model->loss(x);
-    loss.backward();
+    train_step.compute(perturb.batch(batches.next(cfg.batch_size)));
     perturb.gradients(params);
     if (probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(probe_set.run(step, view));
-    int64_t k = step - window_start;
-    loss_log[k].copy_(loss.detach());
-    norm_log[k].copy_(grad_norm(params));
     if (snapshot_due(step))
       SADDLESCOPE_RETURN_IF_ERROR(save_snapshot(snapshot_dir(run.dir, step), named, cfg.snapshot_grads));
-    perturb.step(optimizer, params);
+    if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) adam.set_lr(cfg.lr / 10);
+    int64_t k = step - window_start;
+    lr[k] = adam.lr();
+    train_step.update();
+    loss_log[k].copy_(train_step.loss());
+    norm_log[k].copy_(train_step.grad_norm());
     wall[k] = seconds_since(t0);
 
     if (k + 1 == cfg.log_every || step + 1 == cfg.steps) {
@@ -222,7 +223,7 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
       double window_sum = 0;
       for (int64_t i = 0; i <= k; ++i) {
         double l = losses[i].item<double>();
-        metrics->add(window_start + i).add(l).add(norms[i].item<double>()).add(cfg.lr).add(wall[i]);
+        metrics->add(window_start + i).add(l).add(norms[i].item<double>()).add(lr[i]).add(wall[i]);
         metrics->end_row();
         window_sum += l;
         if (!std::isfinite(l)) {
@@ -273,7 +274,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   if (!applied) return applied.status();
   auto data = load_dataset(cfg);
   if (!data) return data.status();
-  Perturber perturb(cfg.perturbation, cfg.lr);
+  Perturber perturb(cfg.perturbation);
   nlohmann::json perturbed;
   auto model = initial_model(cfg, *data, perturb, &perturbed);
   if (!model) return model.status();
@@ -311,8 +312,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     status = train_loop(run, *data, *model, perturb, *probe_set, options, &result);
   } catch (const std::exception& e) {
     // Record the failure in the run before reporting it: a reader must never see "running" forever.
-    std::string what = e.what();
-    status = Status::Error("training failed: " + what.substr(0, what.find('\n')));
+    status = Status::Error("training failed: " + describe_step_failure(e));
   }
 
   nlohmann::json& m = run.manifest;
@@ -358,7 +358,7 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
   if (!applied) return applied.status();
   auto data = load_dataset(cfg);
   if (!data) return data.status();
-  Perturber none(Perturbation{}, cfg.lr);
+  Perturber none{Perturbation{}};
   nlohmann::json unused;
   auto model = initial_model(cfg, *data, none, &unused);
   if (!model) return model.status();

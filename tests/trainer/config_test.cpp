@@ -131,6 +131,8 @@ TEST_F(ConfigTest, ExecutionErrors) {
   expect_flag_error("perturbation", "gaussian:-1", "--perturbation: gaussian sigma must be a number > 0, got '-1'");
   expect_flag_error("perturbation", "bitflip:w:x", "--perturbation: bitflip index must be an integer >= 0, got 'x'");
   expect_file_error("cudnn = \"no\"\n", "1: cudnn must be true or false");
+  expect_flag_error("lr_drop_at", "-1", "--lr-drop-at: must be >= 0, got -1");
+  expect_flag_error("cuda_graph", "maybe", "--cuda-graph: must be true or false, got 'maybe'");
 
   // CUDA-only settings changed for a CPU run could not be honoured.
   std::string path = toml("device = \"cpu\"\n\ntf32_matmul = true\n");
@@ -139,6 +141,10 @@ TEST_F(ConfigTest, ExecutionErrors) {
   auto c = b.resolve();
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(), path + ":3: tf32_matmul applies to CUDA devices only (device is cpu)");
+  ConfigBuilder graph_on_cpu;
+  ASSERT_TRUE(graph_on_cpu.set_flag("cuda_graph", "false").ok());
+  EXPECT_EQ(graph_on_cpu.resolve().status().message(),
+            "--cuda-graph: cuda_graph applies to CUDA devices only (device is cpu)");
   ConfigBuilder same_as_default;  // restating a default is harmless
   ASSERT_TRUE(same_as_default.set_flag("cudnn", "true").ok());
   EXPECT_TRUE(same_as_default.resolve().ok());

@@ -13,6 +13,7 @@
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/autoencoder.h"
 #include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/execution.h"
 #include "small_run.h"
 #include "temp_dir.h"
 
@@ -166,6 +167,51 @@ TEST(Autoencoder, ShapesAndOutputRange) {
   EXPECT_EQ(y.sizes(), (std::vector<int64_t>{5, 784}));
   EXPECT_GT(y.min().item<float>(), 0.0f);
   EXPECT_LT(y.max().item<float>(), 1.0f);
+}
+
+// lr_drop_at: the same run until that step, lr/10 from it on, and the metrics say which lr was used.
+TEST(Train, LearningRateDropsTenfoldAtTheGivenStep) {
+  testing::TempDir dir;
+  std::string data = write_pixels(dir);
+  RunConfig cfg = small_config(dir, data);
+  auto plain = train(cfg, {false, nullptr});
+  cfg.lr_drop_at = 60;
+  auto dropped = train(cfg, {false, nullptr});
+  ASSERT_TRUE(plain.ok() && dropped.ok());
+  auto a = read_lines(plain->run_dir + "/metrics.csv"), b = read_lines(dropped->run_dir + "/metrics.csv");
+  auto field = [](const std::string& line, int i) {
+    std::stringstream s(line);
+    std::string f;
+    for (int j = 0; j <= i; ++j) std::getline(s, f, ',');
+    return f;
+  };
+  for (int step : {0, 59, 60}) EXPECT_EQ(field(a[step + 1], 1), field(b[step + 1], 1)) << "loss at step " << step;
+  EXPECT_NE(field(a[62], 1), field(b[62], 1)) << "the step-60 update used another lr";
+  EXPECT_EQ(std::stod(field(b[60], 3)), 1e-2);
+  EXPECT_EQ(std::stod(field(b[61], 3)), 1e-3);
+}
+
+// deterministic = strict and an op without a deterministic kernel: a one-line error naming the key.
+TEST(Execution, OpWithoutDeterministicKernelIsAClearError) {
+  ExecutionConfig e;
+  e.threads = 1;
+  e.deterministic = "strict";
+  ASSERT_TRUE(apply_execution(e).ok());
+  torch::Tensor x = torch::zeros({4});
+  try {
+    x.put_(torch::tensor({0, 0}, torch::kInt64), torch::ones({2}), /*accumulate=*/false);
+    ADD_FAILURE() << "put_ ran under deterministic = strict";
+  } catch (const std::exception& error) {
+    EXPECT_EQ(describe_step_failure(error),
+              "deterministic = strict: put_ has no deterministic implementation on this device "
+              "(deterministic = warn runs it with a warning)");
+  }
+  e.deterministic = "warn";
+  ASSERT_TRUE(apply_execution(e).ok());
+  EXPECT_NO_THROW(x.put_(torch::tensor({0, 0}, torch::kInt64), torch::ones({2}), false));
+  e.deterministic = "off";
+  ASSERT_TRUE(apply_execution(e).ok());
+  EXPECT_EQ(describe_step_failure(std::runtime_error("first line\nsecond")), "first line");
 }
 
 }  // namespace

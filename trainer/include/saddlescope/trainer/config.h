@@ -28,6 +28,8 @@ struct ExecutionConfig {
   bool tf32_cudnn = true;                 // CUDA only: TF32 for cuDNN convolutions (LibTorch's default)
   std::string cublas_workspace = "default";  // CUDA only: CUBLAS_WORKSPACE_CONFIG (:4096:8, :16:8);
                                              // "default" = unset, or :4096:8 when deterministic
+  bool cuda_graph = true;                 // CUDA only: each step captured once as CUDA graphs, then
+                                          // replayed (the same kernels and bits as eager; see graph.h)
 };
 
 // A controlled perturbation (ablation), with its own seed: does an effect need the hardware, or does
@@ -71,6 +73,7 @@ struct RunConfig {
   int64_t steps = 2000;                     // optimiser steps
   int64_t batch_size = 1;                   // examples per step (the seed study used 1)
   double lr = 1e-3;                         // Adam learning rate
+  int64_t lr_drop_at = 0;                   // from this step on the learning rate is lr/10 (0: never)
   int64_t log_every = 100;                  // metrics are read from the device and written every k steps
   std::vector<std::string> probes;          // probe specs, resolved (probes/probe_spec.h)
   int64_t snapshot_every = 0;               // parameter snapshots every k steps (0: first and last only)

@@ -2,6 +2,9 @@
 // deterministic algorithms, TF32 and the cuBLAS workspace, all through LibTorch's global context.
 #pragma once
 
+#include <exception>
+#include <string>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "saddlescope/base/status.h"
@@ -21,5 +24,10 @@ void set_threads(int n);
 
 // OpenBLAS's thread count, or -1 when the process does not use OpenBLAS.
 int blas_threads();
+
+// One line for an exception a training step threw: LibTorch's first line, or, when an execution
+// setting is the cause, that setting — "deterministic = strict: put_ has no deterministic
+// implementation on this device (deterministic = warn runs it with a warning)".
+std::string describe_step_failure(const std::exception& e);
 
 }  // namespace saddlescope::trainer

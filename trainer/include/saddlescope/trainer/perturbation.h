@@ -12,10 +12,10 @@
 #include <memory>
 
 #include <nlohmann/json_fwd.hpp>
-#include <torch/optim/adam.h>
 #include <torch/types.h>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/trainer/adam.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/snapshot.h"
 
@@ -23,7 +23,7 @@ namespace saddlescope::trainer {
 
 class Perturber {
  public:
-  Perturber(const Perturbation& p, double lr);
+  explicit Perturber(const Perturbation& p);
   ~Perturber();
 
   // Before training, on the CPU parameters: the bit flip. An unknown parameter or an index out of
@@ -34,15 +34,17 @@ class Perturber {
   // Adds gradient noise, when asked for. REQUIRES: after backward.
   void gradients(const std::vector<torch::Tensor>& params);
   // The optimiser step: adam.step(), or the float64 step rounded stochastically into the parameters.
-  void step(torch::optim::Adam& adam, const std::vector<torch::Tensor>& params);
+  void step(DeviceAdam& adam, const std::vector<torch::Tensor>& params);
+  // Whether step() only enqueues device work (it can be captured in a CUDA graph): not for
+  // stochastic rounding, whose draws come from the CPU.
+  bool step_capturable() const { return p_.kind != "stochastic-rounding"; }
 
  private:
   Perturbation p_;
-  double lr_;
   at::Generator gen_;
   // stochastic-rounding: float64 shadows of the parameters and their own Adam.
   std::vector<torch::Tensor> shadow_;
-  std::unique_ptr<torch::optim::Adam> adam64_;
+  std::unique_ptr<DeviceAdam> adam64_;
 };
 
 // Rounds each element of the float64 tensor `x` to one of its two neighbouring float32 values, up with

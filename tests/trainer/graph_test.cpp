@@ -1,0 +1,105 @@
+// CUDA-graph steps give the bits of eager steps. These need a CUDA device: on a CPU-only build they
+// skip (the CPU runs every step eagerly); they run on the GPU host.
+#include "saddlescope/trainer/graph.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/train.h"
+#include "small_run.h"
+#include "temp_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace saddlescope::trainer {
+namespace {
+
+bool have_cuda() { return cuda_graphs_available() && torch::cuda::is_available(); }
+
+std::string bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every column of metrics.csv but wall_s, and every byte of every snapshot.
+void expect_same_results(const std::string& a, const std::string& b) {
+  auto la = testing::read_lines(a + "/metrics.csv"), lb = testing::read_lines(b + "/metrics.csv");
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t i = 0; i < la.size(); ++i) EXPECT_EQ(la[i].substr(0, la[i].rfind(',')), lb[i].substr(0, lb[i].rfind(',')));
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(a + "/snapshots")) {
+    if (!e.is_regular_file()) continue;
+    std::string rel = fs::relative(e.path(), a).string();
+    EXPECT_EQ(bytes(e.path().string()), bytes(b + "/" + rel)) << rel;
+    ++files;
+  }
+  EXPECT_GT(files, 0);
+}
+
+RunConfig tiny_prednet(const testing::TempDir& dir, const std::string& out, bool graph,
+                       const std::string& perturbation) {
+  ConfigBuilder b;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "32"}, {"digits", "1"}, {"nt", "3"},
+           {"prednet_stacks", "1,2,4"}, {"steps", "12"}, {"batch_size", "2"}, {"device", "cuda"},
+           {"eval_sequences", "8"}, {"log_every", "5"}, {"snapshot_every", "4"}, {"snapshot_grads", "true"},
+           {"lr_drop_at", "6"}, {"perturbation", perturbation}, {"cuda_graph", graph ? "true" : "false"},
+           {"out", dir.file(out)}})
+    EXPECT_TRUE(b.set_flag(k, v).ok()) << k;
+  auto c = b.resolve();
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return *c;
+}
+
+TEST(CudaGraph, ReplaysGiveTheBitsOfEagerSteps) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  // stochastic-rounding: the update stays eager while the forward/backward is replayed.
+  for (const char* perturbation : {"none", "gaussian:0.001", "stochastic-rounding", "shuffle-reduction"}) {
+    testing::TempDir dir;
+    auto eager = train(tiny_prednet(dir, "eager", false, perturbation), {false, nullptr});
+    auto graph = train(tiny_prednet(dir, "graph", true, perturbation), {false, nullptr});
+    ASSERT_TRUE(eager.ok()) << eager.status().message();
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    SCOPED_TRACE(perturbation);
+    expect_same_results(eager->run_dir, graph->run_dir);
+  }
+}
+
+TEST(CudaGraph, WarmsUpCapturesOnceThenReplays) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  torch::Tensor count = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
+  {
+    SideStream stream(count.device());
+    GraphedWork work(true, 2);
+    int host_calls = 0;
+    auto fn = [&] {
+      ++host_calls;
+      count.add_(1);
+    };
+    for (int i = 0; i < 5; ++i) work.run(fn);
+    EXPECT_TRUE(work.captured());
+    EXPECT_EQ(host_calls, 3) << "two warm-up calls and the capture";
+    work.run(fn, /*eager=*/true);
+    EXPECT_EQ(host_calls, 4);
+  }
+  EXPECT_EQ(count.item<double>(), 6.0) << "every call did its work once";
+}
+
+TEST(CudaGraph, DisabledRunsEverythingEagerly) {
+  GraphedWork work(false);
+  int calls = 0;
+  for (int i = 0; i < 4; ++i) work.run([&] { ++calls; });
+  EXPECT_EQ(calls, 4);
+  EXPECT_FALSE(work.captured());
+}
+
+}  // namespace
+}  // namespace saddlescope::trainer

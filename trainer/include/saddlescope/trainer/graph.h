@@ -1,0 +1,57 @@
+// CUDA graphs for the training step: device work captured once and replayed, the same kernels on the
+// same buffers (so the same bits as running it eagerly) without launching each kernel from the host —
+// an eager PredNet step is thousands of tiny launches. In a build without CUDA these do nothing.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <torch/types.h>
+
+namespace saddlescope::trainer {
+
+// Whether this build can capture CUDA graphs.
+bool cuda_graphs_available();
+
+// While alive, device work on `device` goes to a stream of its own: a graph cannot be captured on the
+// default stream, and warm-up, capture and replay must share a stream (cuBLAS keeps a workspace per
+// stream). Waits for the device before and after. A no-op for the CPU.
+class SideStream {
+ public:
+  explicit SideStream(torch::Device device);
+  ~SideStream();
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// run(fn) calls fn eagerly the first `warmup` times — real work, during which cuDNN and cuBLAS pick
+// algorithms and create handles and the allocator its blocks — then captures fn once and from then on
+// replays the capture; fn is not called again. fn must only enqueue device work (no reads to the host,
+// no host-side randomness) and must leave its results in tensors that outlive it (the capture writes
+// the same ones on every replay). run(fn, true) calls fn eagerly whatever the state (steps that must
+// observe the ops, such as op taps); it gives the same results as a replay.
+// Disabled (the CPU, or graphs off) run() always calls fn. A capture that fails throws, naming the
+// cuda_graph key.
+class GraphedWork {
+ public:
+  // REQUIRES: !enabled || cuda_graphs_available(); when enabled, run() inside a SideStream.
+  explicit GraphedWork(bool enabled, int warmup = 2);
+  ~GraphedWork();
+  GraphedWork(const GraphedWork&) = delete;
+  GraphedWork& operator=(const GraphedWork&) = delete;
+
+  void run(const std::function<void()>& fn, bool eager = false);
+  bool captured() const { return graph_ != nullptr; }
+
+ private:
+  struct Graph;  // at::cuda::CUDAGraph, in the CUDA build
+  std::unique_ptr<Graph> graph_;
+  bool enabled_;
+  int warmup_, calls_ = 0;
+};
+
+}  // namespace saddlescope::trainer
