@@ -68,11 +68,10 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < 8; ++i)
     batches.push_back(trainer::frames_to_input(data->sequences->batch(i * cfg->batch_size, cfg->batch_size)).to(device));
   trainer::Perturber none{trainer::Perturbation{}};
-  trainer::DeviceAdam adam((*model)->module().parameters(), trainer::DeviceAdam::Options{});
   bench::Spread bare{};
   {
     trainer::SideStream stream(device);
-    trainer::TrainStep step(**model, none, adam, mode == "graph");
+    trainer::TrainStep step(**model, none, trainer::DeviceAdam::Options{}, mode == "graph");
     int64_t i = 0;
     auto run = [&](int64_t n) {
       for (int64_t s = 0; s < n; ++s, ++i) {

@@ -176,9 +176,8 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
   torch::Dtype dtype = dtype_of(cfg);
   auto params = model->module().parameters();
   NamedTensors named = model->module().named_parameters();
-  DeviceAdam::Options adam_options;
-  adam_options.lr = cfg.lr;
-  DeviceAdam adam(params, adam_options);
+  DeviceAdam::Options adam;
+  adam.lr = cfg.lr;
 
   Batches batches(data, static_cast<uint64_t>(cfg.data_seed), device, dtype);
   probes::ModelView view = model_view(model, batches.probe_set(run.probe_examples));
@@ -209,9 +208,9 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
     if (probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(probe_set.run(step, view));
     if (snapshot_due(step))
       SADDLESCOPE_RETURN_IF_ERROR(save_snapshot(snapshot_dir(run.dir, step), named, cfg.snapshot_grads));
-    if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) adam.set_lr(cfg.lr / 10);
+    if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) train_step.set_lr(cfg.lr / 10);
     int64_t k = step - window_start;
-    lr[k] = adam.lr();
+    lr[k] = train_step.lr();
     train_step.update();
     loss_log[k].copy_(train_step.loss());
     norm_log[k].copy_(train_step.grad_norm());
