@@ -155,7 +155,7 @@ struct Run {
 // perturbation did at the start.
 Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset& data, Perturber& perturb,
                                              nlohmann::json* applied) {
-  auto model = make_model(cfg, data.example_shape);
+  auto model = make_model(cfg, data);
   if (!model) return model.status();
   torch::nn::Module& m = (*model)->module();
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
