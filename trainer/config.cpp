@@ -237,15 +237,16 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
        FIELD(perturbation.seed)},
       {"probe", Kind::kStringList,
-       "probes, repeatable: curvature[:every=1000,k=1,tol=0.001,iters=100,batch=256,float64=false,trace=0,"
+       "probes, repeatable: curvature[:every=2500,k=1,tol=0.001,iters=100,batch=256 (prednet: 8),float64=false,trace=0,"
        "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S] or symmetry[:every=100,at=S+S]",
        [](RunConfig& c, const Value& v) -> std::string {
+         // Checked now, resolved by resolve() once the model (and so its probe defaults) is known.
          c.probes.clear();
          for (const auto& text : v.strings) {
            auto spec = probes::parse_probe_spec(text);
            // "probe 'x': why" -> "'x': why": the caller already names the key.
            if (!spec) return spec.status().message().substr(6);
-           c.probes.push_back(spec->resolved());
+           c.probes.push_back(text);
          }
          return "";
        }, FIELD(probes)},
@@ -383,6 +384,11 @@ const std::vector<std::string>& config_keys() {
   return names;
 }
 
+std::map<std::string, std::string> probe_defaults(const std::string& model) {
+  if (model == "prednet") return {{"batch", "8"}};
+  return {};
+}
+
 std::string flag_name(const std::string& key) {
   std::string flag = "--" + key;
   for (char& c : flag) if (c == '_') c = '-';
@@ -459,6 +465,7 @@ Result<RunConfig> ConfigBuilder::resolve() const {
     return Status::Error(where("perturbation") + ": stochastic-rounding rounds float64 updates to float32; "
                          "it needs dtype float32, got " + e.dtype);
   if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
+  for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
   if (e.threads == 0) e.threads = std::max(1u, std::thread::hardware_concurrency());
   if (c.data_seed < 0) c.data_seed = c.seed;

@@ -343,7 +343,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
 }
 
 Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, const std::string& probe_spec) {
-  auto spec = probes::parse_probe_spec(probe_spec);
+  auto spec = probes::parse_probe_spec(probe_spec, probe_defaults(config.model));
   if (!spec) return spec.status();
   if (spec->name != "curvature") return Status::Error("probe '" + probe_spec + "': expected a curvature probe");
   RunConfig cfg = config;

@@ -220,6 +220,22 @@ TEST_F(ConfigTest, LinearNetworkAndTeacherErrors) {
   EXPECT_TRUE(other_data.resolve().ok());
 }
 
+TEST_F(ConfigTest, ProbesTakeTheModelsDefaults) {
+  auto resolved = [](const std::string& model, const std::string& spec) {
+    ConfigBuilder b;
+    EXPECT_TRUE(b.set_flag("probe", spec).ok());
+    EXPECT_TRUE(b.set_flag("model", model).ok());  // after the probe: the model is known at resolve()
+    auto c = b.resolve();
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? c->probes.at(0) : std::string();
+  };
+  EXPECT_NE(resolved("autoencoder", "curvature").find("batch=256,every=2500,"), std::string::npos);
+  EXPECT_NE(resolved("prednet", "curvature").find("batch=8,every=2500,"), std::string::npos);
+  EXPECT_NE(resolved("prednet", "curvature:batch=32").find("batch=32,"), std::string::npos);
+  EXPECT_EQ(resolved("prednet", "symmetry:every=5"), "symmetry:every=5");
+  EXPECT_EQ(probe_defaults("linear"), (std::map<std::string, std::string>{}));
+}
+
 TEST_F(ConfigTest, TheExamplesResolve) {
   for (const char* name : {"autoencoder.toml", "linear_saddle.toml"}) {
     ConfigBuilder b;

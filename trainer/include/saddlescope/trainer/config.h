@@ -88,7 +88,8 @@ struct RunConfig {
   int64_t batch_size = 1;                   // examples per step (the seed study used 1)
   double lr = 1e-3;                         // Adam learning rate
   int64_t log_every = 100;                  // metrics are read from the device and written every k steps
-  std::vector<std::string> probes;          // probe specs, resolved (probes/probe_spec.h)
+  std::vector<std::string> probes;          // probe specs, resolved with the model's defaults
+                                            // (probes/probe_spec.h, probe_defaults)
   int64_t snapshot_every = 0;               // parameter snapshots every k steps (0: first and last only)
   bool snapshot_grads = false;              // also snapshot the gradients
   std::string out = "runs";                 // study directory; the run goes to <out>/runs/<run-id>/
@@ -101,6 +102,11 @@ struct RunConfig {
   // "autoencoder-cuda-cudnn-det-t16-s7": the readable part of the run id.
   std::string run_prefix() const;
 };
+
+// Probe options whose default depends on the model, for probes::parse_probe_spec: PredNet's probe
+// batch is 8 sequences, not 256 examples (an HVP on 256 sequences costs as much as ~200 training
+// steps of batch 4: docs/benchmarks.md). Empty for the other models.
+std::map<std::string, std::string> probe_defaults(const std::string& model);
 
 // The keys a file or flags may set, in order (flags spell them with '-' for '_').
 const std::vector<std::string>& config_keys();
