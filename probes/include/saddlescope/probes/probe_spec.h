@@ -2,8 +2,8 @@
 //   curvature:every=50,k=2        symmetry:every=10        curvature:at=0+500+1000,float64=true
 // Torch-free, so that configs are validated before any training starts.
 //
-//   curvature  every (2500: a probe step then costs ≤ 8.3% of the training of the autoencoder and PredNet
-//              on the CPUs measured, docs/benchmarks.md), at (steps joined by '+'), k (1) extreme eigenpairs at each end,
+//   curvature  every (2500: a probe step then costs ≤ 7.4% of the training of the autoencoder and PredNet
+//              as measured, docs/benchmarks.md), at (steps joined by '+'), k (1) extreme eigenpairs at each end,
 //              tol (1e-3), iters (100) Lanczos cap, batch (256; a model may set its own default:
 //              trainer/config.h probe_defaults) probe-batch size, float64 (false) measure on a
 //              float64 copy of the model, trace (0) Hutchinson samples, slq (0) SLQ probes,

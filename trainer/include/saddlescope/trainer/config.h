@@ -104,8 +104,8 @@ struct RunConfig {
 };
 
 // Probe options whose default depends on the model, for probes::parse_probe_spec: PredNet's probe
-// batch is 8 sequences, not 256 examples (an HVP on 256 sequences costs as much as ~200 training
-// steps of batch 4: docs/benchmarks.md). Empty for the other models.
+// batch is 8 sequences, not 256 examples (an HVP over 8 sequences already costs 4-5 training steps of
+// batch 4: docs/benchmarks.md). Empty for the other models.
 std::map<std::string, std::string> probe_defaults(const std::string& model);
 
 // The keys a file or flags may set, in order (flags spell them with '-' for '_').
