@@ -1,12 +1,20 @@
-// Curvature-probe costs for docs/benchmarks.md, on the MNIST autoencoder (784-256-64-256-784):
-//   1. HVP time / gradient time on a 256-example probe batch (repeats: min/median/max)
+// Curvature-probe costs for docs/benchmarks.md, on the MNIST autoencoder (784-256-64-256-784, batch 64)
+// or PredNet on Moving MNIST (batch 4; default size: stacks 1,32,64,128 on 64×64, nt 10; small:
+// stacks 1,8,16,32 on 32×32, nt 10), with the probe's defaults for the model (batch 256 / 8):
+//   1. HVP time / gradient time on the probe batch (repeats: min/median/max), and the operator build
 //   2. HVPs that Lanczos needs for λmin and λmax to tol = 1e-3 (measured residuals), at initial and
 //      at trained parameters
-//   3. training-time overhead of the curvature probe at a cadence (default: the probe's default)
-// Usage: bench_curvature DEVICE [STEPS] [REPEATS] [EVERY]   (needs MNIST in $SADDLESCOPE_DATA_DIR or data/)
+//   3. training-time overhead of the curvature probe at a cadence (default: the probe's default), from
+//      PAIRS alternating runs without and with the probe after a warm-up run: train_s of each, and the
+//      probe's own seconds (manifest timings.probe_s), min/median/max; and from the medians, what a probe
+//      step costs in training steps and so in overhead at the probe's cadence (EVERY may exceed STEPS)
+// Usage: bench_curvature DEVICE [STEPS] [REPEATS] [EVERY] [--model autoencoder|prednet] [--size default|small]
+//                        [--threads N] [--batch N] [--probe-batch N] [--pairs N] [--spec OPTIONS]
+//   (needs MNIST in $SADDLESCOPE_DATA_DIR or data/; OPTIONS are extra probe options, e.g. float64=true)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,10 +25,12 @@
 #include "saddlescope/probes/hvp.h"
 #include "saddlescope/probes/lanczos.h"
 #include "saddlescope/probes/probe_spec.h"
-#include "saddlescope/trainer/autoencoder.h"
+#include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/execution.h"
+#include "saddlescope/trainer/model.h"
+#include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/snapshot.h"
 #include "saddlescope/trainer/train.h"
 
@@ -31,6 +41,11 @@ namespace {
 
 void sync(const torch::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize();
+}
+
+std::vector<double> min_median_max(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2], t.back()};
 }
 
 // min / median / max of `repeats` timings of f(), in milliseconds, after one warm-up call.
@@ -45,8 +60,17 @@ std::vector<double> time_ms(F f, int repeats, const torch::Device& d) {
     sync(d);
     t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2], t.back()};
+  return min_median_max(t);
+}
+
+std::string mmm(const std::vector<double>& v, const char* format = "%.3f") {
+  std::string out;
+  for (double x : v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, format, x);
+    out += (out.empty() ? "" : " / ") + std::string(buf);
+  }
+  return out;
 }
 
 int fail(const std::string& m) {
@@ -57,58 +81,115 @@ int fail(const std::string& m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device_name = argc > 1 ? argv[1] : "cpu";
-  int64_t steps = argc > 2 ? std::stoll(argv[2]) : 1000;
-  int repeats = argc > 3 ? std::stoi(argv[3]) : 20;
-  auto probe = probes::parse_probe_spec(argc > 4 ? std::string("curvature:every=") + argv[4] : "curvature");
-  if (!probe) return fail(probe.status().message());
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> flags = {{"--model", "autoencoder"}, {"--size", "default"}, {"--threads", ""},
+                                              {"--probe-batch", ""}, {"--pairs", "3"}, {"--spec", ""},
+                                              {"--batch", ""}};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) {
+      positional.push_back(a);
+    } else if (!flags.count(a) || i + 1 == argc) {
+      return fail("unknown flag or missing value: " + a);
+    } else {
+      flags[a] = argv[++i];
+    }
+  }
+  std::string device_name = positional.size() > 0 ? positional[0] : "cpu";
+  int64_t steps = positional.size() > 1 ? std::stoll(positional[1]) : 1000;
+  int repeats = positional.size() > 2 ? std::stoi(positional[2]) : 20;
+  const std::string model = flags["--model"], size = flags["--size"];
+  const bool prednet = model == "prednet";
+  if (model != "autoencoder" && !prednet) return fail("--model must be autoencoder or prednet");
+  if (size != "default" && size != "small") return fail("--size must be default or small");
+
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"device", device_name}, {"steps", std::to_string(steps)}, {"seed", "7"}, {"model", model},
+      {"out", "/tmp/bench-curvature"}, {"snapshot_every", std::to_string(steps)}};
+  if (prednet) {
+    keys.insert(keys.end(), {{"data", "moving-mnist"}, {"batch_size", "4"}, {"eval_sequences", "4"}});
+    if (size == "small") keys.insert(keys.end(), {{"prednet_stacks", "1,8,16,32"}, {"canvas", "32"}});
+  } else {
+    if (size != "default") return fail("--size small is for --model prednet");
+    keys.insert(keys.end(), {{"data", "mnist"}, {"batch_size", "64"}});
+  }
+  if (!flags["--threads"].empty()) keys.push_back({"threads", flags["--threads"]});
+  if (!flags["--batch"].empty()) keys.push_back({"batch_size", flags["--batch"]});
   trainer::ConfigBuilder b;
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"device", device_name}, {"batch_size", "64"}, {"steps", std::to_string(steps)}, {"seed", "7"},
-           {"out", "/tmp/bench-curvature"}, {"snapshot_every", std::to_string(steps)}})
+  for (const auto& [k, v] : keys)
     if (Status s = b.set_flag(k, v); !s.ok()) return fail(s.message());
   auto cfg = b.resolve();
   if (!cfg) return fail(cfg.status().message());
-  if (auto a = trainer::apply_execution(cfg->execution); !a) return fail(a.status().message());
+
+  std::string spec_text = "curvature";
+  auto add_option = [&](const std::string& o) { spec_text += (spec_text == "curvature" ? ":" : ",") + o; };
+  if (positional.size() > 3) add_option("every=" + positional[3]);
+  if (!flags["--probe-batch"].empty()) add_option("batch=" + flags["--probe-batch"]);
+  if (!flags["--spec"].empty()) add_option(flags["--spec"]);
+  auto probe = probes::parse_probe_spec(spec_text, trainer::probe_defaults(model));
+  if (!probe) return fail(probe.status().message());
+  const int64_t probe_batch = probe->get_int("batch");
+
+  auto applied = trainer::apply_execution(cfg->execution);
+  if (!applied) return fail(applied.status().message());
   auto data = trainer::load_dataset(*cfg);
   if (!data) return fail(data.status().message());
   torch::Device device(device_name);
 
-  // 3. Overhead: the same run with and without the probe, after a short warm-up run so that neither
-  // pays the device's start-up (CUDA context, cuBLAS handles, allocator growth).
+  // 3. Overhead: a warm-up run so that no timed run pays the device's start-up (CUDA context, cuBLAS
+  // handles, allocator growth), then alternating runs without and with the probe: on a shared machine
+  // the load drifts, and alternation spreads the drift over both.
   (void)remove_tree(cfg->out);
   trainer::RunConfig warm = *cfg;
-  warm.steps = 50;
-  warm.log_every = 50;
+  warm.steps = std::min<int64_t>(steps, 50);
+  warm.log_every = warm.steps;
+  warm.out = cfg->out + "/warm";
   if (auto w = trainer::train(warm, {true, nullptr}); !w) return fail(w.status().message());
-  auto plain = trainer::train(*cfg, {true, nullptr});
-  if (!plain) return fail(plain.status().message());
   trainer::RunConfig probed = *cfg;
   probed.probes = {probe->resolved()};
-  auto with = trainer::train(probed, {true, nullptr});
-  if (!with) return fail(with.status().message());
+  std::vector<double> plain_s, with_s, probe_s;
+  std::string plain_dir;
+  for (int pair = 0; pair < std::stoi(flags["--pairs"]); ++pair) {
+    auto plain = trainer::train(*cfg, {true, nullptr});
+    if (!plain) return fail(plain.status().message());
+    plain_dir = plain->run_dir;
+    auto with = trainer::train(probed, {true, nullptr});
+    if (!with) return fail(with.status().message());
+    auto manifest = store::read_manifest(with->run_dir);
+    if (!manifest) return fail(manifest.status().message());
+    plain_s.push_back(plain->train_s);
+    with_s.push_back(with->train_s);
+    probe_s.push_back((*manifest)["timings"]["probe_s"].get<double>());
+  }
 
   // 1 and 2, at the initial and the trained parameters.
-  trainer::Autoencoder model(784, cfg->hidden);
-  auto gen = at::detail::createCPUGenerator(7);
-  model->reset_parameters(gen);
-  model->to(device);
-  torch::Tensor x = data->train.narrow(0, 0, 256).to(device);
-  auto params = model->parameters();
-  std::printf("device %s, %lld steps at batch 64, probe batch 256, %d repeats\n", device_name.c_str(),
-              static_cast<long long>(steps), repeats);
+  auto made = trainer::make_model(*cfg, *data);
+  if (!made) return fail(made.status().message());
+  std::shared_ptr<trainer::Model> net = *made;
+  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg->seed));
+  if (Status s = net->initialise(gen, "default"); !s.ok()) return fail(s.message());
+  net->module().to(device);
+  torch::Tensor x = prednet ? trainer::frames_to_input(data->sequences->batch(int64_t{1} << 40, probe_batch))
+                            : data->train.narrow(0, 0, std::min(probe_batch, data->train.size(0)));
+  x = x.to(device);
+  int64_t n_params = 0;
+  for (const auto& p : net->module().parameters()) n_params += p.numel();
+  std::printf("%s %s (%lld parameters), device %s, %lld threads, %lld steps at batch %lld, probe batch %lld, "
+              "%d repeats\n", model.c_str(), size.c_str(), static_cast<long long>(n_params), device_name.c_str(),
+              static_cast<long long>(cfg->execution.threads), static_cast<long long>(steps),
+              static_cast<long long>(cfg->batch_size), static_cast<long long>(x.size(0)), repeats);
+  std::printf("| parameters | gradient ms | HVP ms | HVP / gradient (medians) | operator build ms | lambda_min "
+              "(residual) | lambda_max (residual) | HVPs for lambda_min, lambda_max to 1e-3 | Lanczos s |\n");
   for (const char* when : {"initial", "trained"}) {
     if (std::string(when) == "trained") {
-      auto named = model->named_parameters();
-      torch::NoGradGuard no_grad;
-      model->to(torch::kCPU);
-      auto cpu_named = model->named_parameters();
-      if (Status s = trainer::load_parameters(trainer::snapshot_dir(plain->run_dir, steps), cpu_named); !s.ok())
+      net->module().to(torch::kCPU);
+      auto named = net->module().named_parameters();
+      if (Status s = trainer::load_parameters(trainer::snapshot_dir(plain_dir, steps), named); !s.ok())
         return fail(s.message());
-      model->to(device);
-      params = model->parameters();
+      net->module().to(device);
     }
-    probes::LossFn loss = [&] { return torch::mse_loss(model->forward(x), x); };
+    auto params = net->module().parameters();
+    probes::LossFn loss = [&] { return net->loss(x); };
     auto grad = time_ms([&] { (void)torch::autograd::grad({loss()}, params); }, repeats, device);
     auto H = probes::make_hvp(loss, params);
     if (!H) return fail(H.status().message());
@@ -124,15 +205,21 @@ int main(int argc, char** argv) {
     sync(device);
     double lanczos_s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!eig) return fail(eig.status().message());
-    std::printf("| %s | %s | %.3f / %.3f / %.3f | %.3f / %.3f / %.3f | %.2f | %.3f / %.3f / %.3f | %.4g (res %.2g) | %.4g (res %.2g) | %lld%s | %.2f |\n",
-                device_name.c_str(), when, grad[0], grad[1], grad[2], hvp[0], hvp[1], hvp[2], hvp[1] / grad[1],
-                build[0], build[1], build[2], eig->lambda_min(), eig->smallest.front().residual, eig->lambda_max(),
-                eig->largest.front().residual, static_cast<long long>(eig->hvp_count),
-                eig->converged ? "" : " (not converged)", lanczos_s);
+    std::printf("| %s | %s | %s | %.2f | %s | %.4g (%.2g) | %.4g (%.2g) | %lld%s | %.2f |\n", when,
+                mmm(grad).c_str(), mmm(hvp).c_str(), hvp[1] / grad[1], mmm(build).c_str(), eig->lambda_min(),
+                eig->smallest.front().residual, eig->lambda_max(), eig->largest.front().residual,
+                static_cast<long long>(eig->hvp_count), eig->converged ? "" : " (not converged)", lanczos_s);
   }
-  int64_t every = probe->every;
-  std::printf("overhead: train_s without probe %.2f, with %s %.2f (probe %.2f s in %lld probe steps): +%.1f%%\n",
-              plain->train_s, probe->text.c_str(), with->train_s, with->train_s - plain->train_s,
-              static_cast<long long>((steps + every - 1) / every), 100.0 * (with->train_s - plain->train_s) / plain->train_s);
+  auto p = min_median_max(plain_s), w = min_median_max(with_s), q = min_median_max(probe_s);
+  int64_t every = probe->every > 0 ? probe->every : steps, probe_steps = (steps + every - 1) / every;
+  double step_s = p[1] / static_cast<double>(steps), per_probe = q[1] / static_cast<double>(probe_steps);
+  std::printf("overhead of %s, %zu pairs of %lld-step runs (%lld probe steps each):\n"
+              "  train_s without %s, with %s; probe_s %s\n"
+              "  overhead (medians) %+.1f%%; probe_s / train_s without (medians) %.1f%%\n"
+              "  a probe step costs %.3f s = %.0f training steps; at every=%lld that is %.1f%% of training\n",
+              probe->resolved().c_str(), plain_s.size(), static_cast<long long>(steps),
+              static_cast<long long>(probe_steps), mmm(p, "%.2f").c_str(), mmm(w, "%.2f").c_str(),
+              mmm(q, "%.3f").c_str(), 100.0 * (w[1] - p[1]) / p[1], 100.0 * q[1] / p[1], per_probe,
+              per_probe / step_s, static_cast<long long>(every), 100.0 * per_probe / (step_s * every));
   return 0;
 }

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   torch::Device device(device_name);
 
   // The bare step: the trainer's TrainStep on batches generated beforehand.
-  auto model = trainer::make_model(*cfg, data->example_shape);
+  auto model = trainer::make_model(*cfg, *data);
   if (!model) return fail(model.status().message());
   auto gen = at::detail::createCPUGenerator(1);
   if (Status s = (*model)->initialise(gen, "default"); !s.ok()) return fail(s.message());

@@ -12,6 +12,9 @@
 
 namespace saddlescope::probes::detail {
 
+// ‖v‖, reduced in v's dtype (see lanczos.cpp for why not float64).
+double norm_of(const at::Tensor& v);
+
 // (n) entries ±1 with equal probability, drawn in float64 on the CPU from `gen`, moved to `options`.
 at::Tensor rademacher(int64_t n, const at::TensorOptions& options, at::Generator& gen);
 
@@ -30,7 +33,8 @@ struct TridiagonalEigen {
 TridiagonalEigen tridiagonal_eigh(const std::vector<double>& alpha, const std::vector<double>& beta);
 
 // H Q_m = Q_m T_m + β_m q_{m+1} e_mᵀ, built one HVP at a time. Q_m is kept in H's dtype and device
-// and reorthogonalised fully (classical Gram-Schmidt, twice) at every step.
+// and reorthogonalised fully at every step (classical Gram-Schmidt, a second pass when the first
+// removed more than 1 − 1/√2 of the vector's norm).
 class LanczosProcess {
  public:
   // REQUIRES: 1 <= max_steps <= H.n.
@@ -56,7 +60,9 @@ class LanczosProcess {
   at::Tensor ritz_vectors(const at::Tensor& s) const;
 
  private:
-  void orthogonalise(at::Tensor& w, int64_t rows) const;
+  // Removes from w its components along the first `rows` basis vectors; returns ‖w‖ after.
+  double orthogonalise(at::Tensor& w, int64_t rows) const;
+  static constexpr double kDgks = 0.7071067811865476;  // 1/√2
 
   const HessianOperator& H_;
   int64_t max_steps_;

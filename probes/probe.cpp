@@ -88,10 +88,9 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
     m.density = *d;
     m.hvp_count += d->hvp_count;
   }
-  const at::Tensor& vmin = m.eig.smallest.front().vector;
-  m.g_dot_vmin = g_dot_v(H->gradient, vmin);
-  m.hv_min = H->apply(vmin);
-  m.hvp_count += 1;
+  const EigenPair& lo = m.eig.smallest.front();
+  m.g_dot_vmin = g_dot_v(H->gradient, lo.vector);
+  m.hv_min = lo.hv;  // measured with its residual (true_residuals is on)
   m.theta = flatten(params, params);
   return m;
 }

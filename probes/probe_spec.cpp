@@ -27,7 +27,7 @@ struct Probe {
 const std::vector<Probe>& probes() {
   static const std::vector<Probe> p = {
       {"curvature",
-       {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "1", 1},
+       {{"every", Type::kInt, "2500", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "1", 1},
         {"tol", Type::kDouble, "0.001", 0}, {"iters", Type::kInt, "100", 2}, {"batch", Type::kInt, "256", 1},
         {"float64", Type::kBool, "false", 0}, {"trace", Type::kInt, "0", 0}, {"slq", Type::kInt, "0", 0},
         {"slq_steps", Type::kInt, "40", 2}, {"vectors", Type::kBool, "false", 0}, {"seed", Type::kInt, "0", 0}}},
@@ -74,7 +74,7 @@ std::vector<std::string> probe_names() {
   return n;
 }
 
-Result<ProbeSpec> parse_probe_spec(const std::string& text) {
+Result<ProbeSpec> parse_probe_spec(const std::string& text, const std::map<std::string, std::string>& defaults) {
   auto bad = [&](const std::string& what) { return Status::Error("probe '" + text + "': " + what); };
   size_t colon = text.find(':');
   ProbeSpec spec;
@@ -88,7 +88,11 @@ Result<ProbeSpec> parse_probe_spec(const std::string& text) {
     for (const auto& n : probe_names()) known += (known.empty() ? "" : ", ") + n;
     return bad("unknown probe '" + spec.name + "' (known: " + known + ")");
   }
-  for (const auto& o : probe->options) spec.values[o.key] = o.default_value;
+  for (const auto& o : probe->options) {
+    auto d = defaults.find(o.key);
+    spec.values[o.key] = d == defaults.end() ? o.default_value : d->second;
+    SADDLESCOPE_CHECK(check(o, spec.values[o.key]).empty());
+  }
   if (colon != std::string::npos) {
     for (const auto& item : split(text.substr(colon + 1), ',')) {
       size_t eq = item.find('=');

@@ -70,11 +70,6 @@ void AutoencoderImpl::duplicate_hidden_units() {
   }
 }
 
-void AutoencoderImpl::zero_parameters() {
-  torch::NoGradGuard no_grad;
-  for (auto& p : parameters()) p.zero_();
-}
-
 std::vector<probes::LayerUnits> AutoencoderImpl::unit_layers() const {
   std::vector<torch::nn::Linear> layers = this->layers();
   std::vector<probes::LayerUnits> units;

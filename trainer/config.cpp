@@ -17,7 +17,7 @@
 namespace saddlescope::trainer {
 namespace {
 
-enum class Kind { kInt, kDouble, kString, kBool, kIntList, kStringList };
+enum class Kind { kInt, kDouble, kString, kBool, kIntList, kDoubleList, kStringList };
 
 // A value as read from a file or a flag, before the key's own range check.
 struct Value {
@@ -26,6 +26,7 @@ struct Value {
   bool b = false;
   std::string s;
   std::vector<int64_t> list;
+  std::vector<double> doubles;
   std::vector<std::string> strings;
 };
 
@@ -53,6 +54,10 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> opti
   return "must be one of " + list + ", got '" + v + "'";
 }
 
+std::string positive(double v) {
+  return v > 0 && std::isfinite(v) ? "" : fmt::format("must be > 0 and finite, got {}", v);
+}
+
 std::string check_device(const std::string& d) {
   if (d == "cpu" || d == "cuda") return "";
   if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.size() < 9 &&
@@ -62,7 +67,7 @@ std::string check_device(const std::string& d) {
 }
 
 std::string check_data(const std::string& d) {
-  if (d == "mnist" || d == "moving-mnist") return "";
+  if (d == "mnist" || d == "moving-mnist" || d == "teacher") return "";
   if (d.rfind("npy:", 0) == 0) {
     std::string rest = d.substr(4);
     size_t comma = rest.find(',');
@@ -70,25 +75,26 @@ std::string check_data(const std::string& d) {
     std::string y = comma == std::string::npos ? "ok" : rest.substr(comma + 1);
     if (!x.empty() && !y.empty() && y.find(',') == std::string::npos) return "";
   }
-  return "must be mnist, npy:X.npy[,Y.npy] or moving-mnist, got '" + d + "'";
+  return "must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got '" + d + "'";
 }
 
 // Parses a perturbation spec into `p` (keeping its seed); returns "" or what was expected.
 std::string parse_perturbation(const std::string& spec, Perturbation* p) {
   const std::string expected =
-      "must be none, shuffle-reduction, gaussian:SIGMA[:element], stochastic-rounding or "
+      "must be none, shuffle-reduction, gaussian:SIGMA[:element|:absolute], stochastic-rounding or "
       "bitflip[:PARAM[:INDEX]], got '" + spec + "'";
   std::vector<std::string> f = split(spec, ':');
   Perturbation q;
   q.seed = p->seed;
   q.kind = f[0];
   if ((q.kind == "none" || q.kind == "shuffle-reduction" || q.kind == "stochastic-rounding") && f.size() == 1) {
-  } else if (q.kind == "gaussian" && (f.size() == 2 || (f.size() == 3 && f[2] == "element"))) {
+  } else if (q.kind == "gaussian" && (f.size() == 2 || (f.size() == 3 && (f[2] == "element" || f[2] == "absolute")))) {
     char* end = nullptr;
     q.sigma = std::strtod(f[1].c_str(), &end);
     if (f[1].empty() || *end != '\0' || !(q.sigma > 0) || !std::isfinite(q.sigma))
       return "gaussian sigma must be a number > 0, got '" + f[1] + "'";
-    q.elementwise = f.size() == 3;
+    q.elementwise = f.size() == 3 && f[2] == "element";
+    q.absolute = f.size() == 3 && f[2] == "absolute";
   } else if (q.kind == "bitflip" && f.size() <= 3) {
     if (f.size() >= 2) q.param = f[1];
     if (f.size() == 3) {
@@ -107,8 +113,8 @@ std::string parse_perturbation(const std::string& spec, Perturbation* p) {
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
-      {"model", Kind::kString, "model to train: autoencoder or prednet",
-       [](RunConfig& c, const Value& v) { c.model = v.s; return one_of(v.s, {"autoencoder", "prednet"}); },
+      {"model", Kind::kString, "model to train: autoencoder, prednet or linear (y = W2·W1·x, a saddle benchmark)",
+       [](RunConfig& c, const Value& v) { c.model = v.s; return one_of(v.s, {"autoencoder", "prednet", "linear"}); },
        FIELD(model)},
       {"hidden", Kind::kIntList, "encoder widths, decoder mirrors them, e.g. 256,64",
        [](RunConfig& c, const Value& v) -> std::string {
@@ -118,7 +124,12 @@ const std::vector<Key>& keys() {
            if (w < 1 || w > 65536) return fmt::format("widths must be in 1..65536, got {}", w);
          return "";
        }, FIELD(hidden)},
-      {"data", Kind::kString, "training data: mnist, npy:X.npy[,Y.npy] or moving-mnist",
+      {"linear_hidden", Kind::kInt, "hidden units of the linear network",
+       [](RunConfig& c, const Value& v) {
+         c.linear_hidden = v.i;
+         return v.i > 65536 ? fmt::format("must be <= 65536, got {}", v.i) : at_least(v.i, 1);
+       }, FIELD(linear_hidden)},
+      {"data", Kind::kString, "training data: mnist, npy:X.npy[,Y.npy], moving-mnist or teacher",
        [](RunConfig& c, const Value& v) { c.data = v.s; return check_data(v.s); }, FIELD(data)},
       {"prednet_stacks", Kind::kIntList, "PredNet channels per layer, image first",
        [](RunConfig& c, const Value& v) -> std::string {
@@ -145,6 +156,26 @@ const std::vector<Key>& keys() {
       {"eval_sequences", Kind::kInt, "Moving MNIST held-out test sequences",
        [](RunConfig& c, const Value& v) { c.prednet.eval_sequences = v.i; return at_least(v.i, 1); },
        FIELD(prednet.eval_sequences)},
+      {"teacher_sigmas", Kind::kDoubleList, "data teacher: singular values of the cross-moment Σ_yx",
+       [](RunConfig& c, const Value& v) -> std::string {
+         c.teacher.sigmas = v.doubles;
+         if (v.doubles.empty()) return "must list at least one singular value";
+         for (double x : v.doubles)
+           if (std::string why = positive(x); !why.empty()) return "values " + why;
+         return "";
+       }, FIELD(teacher.sigmas)},
+      {"teacher_inputs", Kind::kInt, "data teacher: input features",
+       [](RunConfig& c, const Value& v) { c.teacher.inputs = v.i; return at_least(v.i, 1); }, FIELD(teacher.inputs)},
+      {"teacher_outputs", Kind::kInt, "data teacher: target features",
+       [](RunConfig& c, const Value& v) { c.teacher.outputs = v.i; return at_least(v.i, 1); }, FIELD(teacher.outputs)},
+      {"teacher_examples", Kind::kInt, "data teacher: training examples (as many test examples)",
+       [](RunConfig& c, const Value& v) { c.teacher.examples = v.i; return at_least(v.i, 1); },
+       FIELD(teacher.examples)},
+      {"teacher_noise", Kind::kDouble, "data teacher: standard deviation of the target noise",
+       [](RunConfig& c, const Value& v) {
+         c.teacher.noise = v.d;
+         return v.d >= 0 && std::isfinite(v.d) ? "" : fmt::format("must be >= 0 and finite, got {}", v.d);
+       }, FIELD(teacher.noise)},
       {"data_dir", Kind::kString, "data cache directory (default: $SADDLESCOPE_DATA_DIR or data)",
        [](RunConfig& c, const Value& v) { c.data_dir = v.s; return v.s.empty() ? "must not be empty" : ""; },
        FIELD(data_dir)},
@@ -196,25 +227,29 @@ const std::vector<Key>& keys() {
        "permutation-symmetric saddle) or zero",
        [](RunConfig& c, const Value& v) { c.init = v.s; return one_of(v.s, {"default", "duplicate", "zero"}); },
        FIELD(init)},
+      {"init_scale", Kind::kDouble,
+       "multiplies every seeded initial parameter (1e-3: a small initialisation, near the saddle at 0)",
+       [](RunConfig& c, const Value& v) { c.init_scale = v.d; return positive(v.d); }, FIELD(init_scale)},
       {"init_from", Kind::kString, "initial weights from a run directory or a directory of .npy files",
        [](RunConfig& c, const Value& v) { c.init_from = v.s; return ""; }, FIELD(init_from)},
       {"perturbation", Kind::kString,
-       "none, shuffle-reduction, gaussian:SIGMA[:element], stochastic-rounding, bitflip[:PARAM[:INDEX]]",
+       "none, shuffle-reduction, gaussian:SIGMA[:element|:absolute], stochastic-rounding, bitflip[:PARAM[:INDEX]]",
        [](RunConfig& c, const Value& v) { return parse_perturbation(v.s, &c.perturbation); },
        [](const RunConfig& c) { return nlohmann::json(c.perturbation.spec()); }},
       {"perturbation_seed", Kind::kInt, "seed of the perturbation's random stream",
        [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
        FIELD(perturbation.seed)},
       {"probe", Kind::kStringList,
-       "probes, repeatable: curvature[:every=1000,k=1,tol=0.001,iters=100,batch=256,float64=false,trace=0,"
+       "probes, repeatable: curvature[:every=2500,k=1,tol=0.001,iters=100,batch=256 (prednet: 8),float64=false,trace=0,"
        "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S] or symmetry[:every=100,at=S+S]",
        [](RunConfig& c, const Value& v) -> std::string {
+         // Checked now, resolved by resolve() once the model (and so its probe defaults) is known.
          c.probes.clear();
          for (const auto& text : v.strings) {
            auto spec = probes::parse_probe_spec(text);
            // "probe 'x': why" -> "'x': why": the caller already names the key.
            if (!spec) return spec.status().message().substr(6);
-           c.probes.push_back(spec->resolved());
+           c.probes.push_back(text);
          }
          return "";
        }, FIELD(probes)},
@@ -225,7 +260,7 @@ const std::vector<Key>& keys() {
       {"lr", Kind::kDouble, "Adam learning rate",
        [](RunConfig& c, const Value& v) {
          c.lr = v.d;
-         return v.d > 0 && std::isfinite(v.d) ? "" : fmt::format("must be > 0 and finite, got {}", v.d);
+         return positive(v.d);
        }, FIELD(lr)},
       {"lr_drop_at", Kind::kInt, "step from which the learning rate is lr/10 (0: never)",
        [](RunConfig& c, const Value& v) { c.lr_drop_at = v.i; return at_least(v.i, 0); }, FIELD(lr_drop_at)},
@@ -258,6 +293,7 @@ const char* kind_name(Kind k) {
     case Kind::kString: return "a string";
     case Kind::kBool: return "true or false";
     case Kind::kIntList: return "a list of integers";
+    case Kind::kDoubleList: return "a list of numbers";
     case Kind::kStringList: return "a list of strings";
   }
   return "?";
@@ -283,6 +319,13 @@ bool parse_text(Kind kind, const std::string& t, Value* v) {
         int64_t x;
         if (!parse_int(part, &x)) return false;
         v->list.push_back(x);
+      }
+      return true;
+    case Kind::kDoubleList:
+      for (const auto& part : split(t, ',')) {
+        Value x;
+        if (!parse_text(Kind::kDouble, part, &x)) return false;
+        v->doubles.push_back(x.d);
       }
       return true;
   }
@@ -316,6 +359,14 @@ bool parse_node(Kind kind, const toml::node& n, Value* v) {
         v->list.push_back(e.as_integer()->get());
       }
       return true;
+    case Kind::kDoubleList:
+      if (!n.is_array()) return false;
+      for (const auto& e : *n.as_array()) {
+        Value x;
+        if (!parse_node(Kind::kDouble, e, &x)) return false;
+        v->doubles.push_back(x.d);
+      }
+      return true;
     case Kind::kStringList:
       if (!n.is_array()) return false;
       for (const auto& e : *n.as_array()) {
@@ -336,6 +387,11 @@ const std::vector<std::string>& config_keys() {
     return n;
   }();
   return names;
+}
+
+std::map<std::string, std::string> probe_defaults(const std::string& model) {
+  if (model == "prednet") return {{"batch", "8"}};
+  return {};
 }
 
 std::string flag_name(const std::string& key) {
@@ -413,6 +469,8 @@ Result<RunConfig> ConfigBuilder::resolve() const {
   if (c.perturbation.kind == "stochastic-rounding" && e.dtype != "float32")
     return Status::Error(where("perturbation") + ": stochastic-rounding rounds float64 updates to float32; "
                          "it needs dtype float32, got " + e.dtype);
+  if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
+  for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
   if (e.threads == 0) e.threads = std::max(1u, std::thread::hardware_concurrency());
   if (c.data_seed < 0) c.data_seed = c.seed;
@@ -423,13 +481,30 @@ Result<RunConfig> ConfigBuilder::resolve() const {
   return c;
 }
 
+Status ConfigBuilder::check_teacher(const TeacherConfig& t) const {
+  auto rank = static_cast<int64_t>(t.sigmas.size());
+  if (rank > std::min(t.inputs, t.outputs))
+    return Status::Error(fmt::format("{}: teacher_sigmas lists {} values; a teacher of {} inputs and {} outputs "
+                                     "has at most {}", where("teacher_sigmas"), rank, t.inputs, t.outputs,
+                                     std::min(t.inputs, t.outputs)));
+  if (t.examples < t.inputs)
+    return Status::Error(fmt::format("{}: teacher_examples must be >= teacher_inputs = {} (the inputs are "
+                                     "whitened), got {}", where("teacher_examples"), t.inputs, t.examples));
+  if (t.noise > 0 && t.examples == t.inputs)
+    return Status::Error(fmt::format("{}: teacher_examples must exceed teacher_inputs = {} when teacher_noise "
+                                     "> 0 (the noise is orthogonal to the inputs), got {}",
+                                     where("teacher_examples"), t.inputs, t.examples));
+  return Status::Ok();
+}
+
 std::string ConfigBuilder::where(const std::string& key) const {
   auto it = origin_.find(key);
   return it == origin_.end() ? "default " + key : it->second;
 }
 
 std::string Perturbation::spec() const {
-  if (kind == "gaussian") return fmt::format("gaussian:{}{}", sigma, elementwise ? ":element" : "");
+  if (kind == "gaussian")
+    return fmt::format("gaussian:{}{}", sigma, elementwise ? ":element" : absolute ? ":absolute" : "");
   if (kind == "bitflip" && (!param.empty() || index != 0)) return fmt::format("bitflip:{}:{}", param, index);
   return kind;
 }
@@ -444,9 +519,15 @@ std::string RunConfig::identity() const {
   nlohmann::json j = to_json();
   for (const char* k : {"out", "data_dir", "log_every", "snapshot_every", "snapshot_grads"}) j.erase(k);
   if (perturbation.kind == "none") j.erase("perturbation_seed");
-  // Keys of the other model do not change this one's result.
-  if (model == "prednet") j.erase("hidden");
-  else for (const char* k : {"prednet_stacks", "prednet_loss", "prednet_zero_bias", "nt", "canvas", "digits", "eval_sequences"}) j.erase(k);
+  // Keys of the other models and data do not change this one's result; nor does a key left at a
+  // value that existed before the key did (so that run ids stay stable).
+  if (model != "autoencoder") j.erase("hidden");
+  if (model != "linear") j.erase("linear_hidden");
+  if (model != "prednet")
+    for (const char* k : {"prednet_stacks", "prednet_loss", "prednet_zero_bias", "nt", "canvas", "digits", "eval_sequences"}) j.erase(k);
+  if (data != "teacher")
+    for (const char* k : {"teacher_sigmas", "teacher_inputs", "teacher_outputs", "teacher_examples", "teacher_noise"}) j.erase(k);
+  if (init_scale == 1) j.erase("init_scale");
   return j.dump();  // nlohmann orders object keys: canonical
 }
 

@@ -1,5 +1,8 @@
 #include "saddlescope/trainer/dataset.h"
 
+#include <limits>
+
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "saddlescope/store/npy.h"
@@ -7,6 +10,7 @@
 #include "saddlescope/trainer/idx.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/moving_mnist.h"
+#include "saddlescope/trainer/teacher.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -29,11 +33,36 @@ Result<Dataset> load_mnist(const RunConfig& cfg) {
                  "mnist (" + files->train_images + ", " + files->test_images + ")"};
 }
 
+// The (n, d) float32 values of an array read from `path`: uint8 scaled by 1/255, floats as they are.
+torch::Tensor npy_to_float(const store::NpyArray& a, int64_t n, int64_t d) {
+  auto* bytes = const_cast<uint8_t*>(a.bytes.data());
+  switch (a.dtype) {
+    case store::Dtype::kUInt8:
+      return torch::from_blob(bytes, {n, d}, torch::kUInt8).to(torch::kFloat32).div_(255.0f);
+    case store::Dtype::kFloat32:
+      return torch::from_blob(bytes, {n, d}, torch::kFloat32).clone();
+    case store::Dtype::kFloat64:
+      return torch::from_blob(bytes, {n, d}, torch::kFloat64).to(torch::kFloat32);
+  }
+  return {};
+}
+
+// "" or an error naming the first element of `t` that is NaN or outside [lo, hi] (float32 range: any
+// finite value; the float64 -> float32 conversion turns values beyond it into infinities).
+std::string first_outside(const torch::Tensor& t, double lo, double hi) {
+  auto outside = (t.isnan() | (t < lo) | (t > hi)).nonzero();
+  if (outside.size(0) == 0) return "";
+  int64_t flat = outside[0][0].item<int64_t>() * t.size(1) + outside[0][1].item<int64_t>();
+  return "element " + std::to_string(flat) + " is " + std::to_string(t.view(-1)[flat].item<double>());
+}
+
+// X alone (rows of pixels), X with N labels, or for model linear X with its N targets (rows [x, y]).
 Result<Dataset> load_npy(const RunConfig& cfg) {
   std::string rest = cfg.data.substr(4);
   size_t comma = rest.find(',');
   std::string x_path = rest.substr(0, comma);
   std::string y_path = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  const bool pairs = cfg.model == "linear";
 
   auto x = store::read_npy(x_path);
   if (!x) return x.status();
@@ -43,39 +72,49 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
   int64_t n = x->shape[0];
   int64_t d = n > 0 ? x->numel() / n : 0;
   if (n == 0 || d == 0) return Status::Error(x_path + ": holds no examples");
-
-  torch::Tensor t;
-  switch (x->dtype) {
-    case store::Dtype::kUInt8:
-      t = torch::from_blob(const_cast<uint8_t*>(x->bytes.data()), {n, d}, torch::kUInt8)
-              .to(torch::kFloat32).div_(255.0f);
-      break;
-    case store::Dtype::kFloat32:
-      t = torch::from_blob(const_cast<uint8_t*>(x->bytes.data()), {n, d}, torch::kFloat32).clone();
-      break;
-    case store::Dtype::kFloat64:
-      t = torch::from_blob(const_cast<uint8_t*>(x->bytes.data()), {n, d}, torch::kFloat64)
-              .to(torch::kFloat32);
-      break;
-  }
+  torch::Tensor t = npy_to_float(*x, n, d);
+  const double inf = std::numeric_limits<double>::infinity();
   // The autoencoder's sigmoid output can only match targets in [0, 1]; NaN fails this check too.
-  auto outside = (t.isnan() | (t < 0) | (t > 1)).nonzero();
-  if (outside.size(0) > 0) {
-    int64_t flat = outside[0][0].item<int64_t>() * d + outside[0][1].item<int64_t>();
-    return Status::Error(x_path + ": element " + std::to_string(flat) + " is " +
-                         std::to_string(t.view(-1)[flat].item<double>()) +
-                         "; float data must lie in [0, 1] (scale it, or save uint8 pixels)");
-  }
+  if (std::string bad = pairs ? first_outside(t, -inf, inf) : first_outside(t, 0, 1); !bad.empty())
+    return Status::Error(x_path + ": " + bad + (pairs ? "; inputs must be finite float32 values"
+                                                      : "; float data must lie in [0, 1] (scale it, or save uint8 pixels)"));
+  if (y_path.empty()) return Dataset{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
 
-  if (!y_path.empty()) {
-    auto y = store::read_npy(y_path);
-    if (!y) return y.status();
+  auto y = store::read_npy(y_path);
+  if (!y) return y.status();
+  std::string source = "npy (" + x_path + ", " + y_path + ")";
+  if (!pairs) {
     bool column = y->shape.size() == 1 || (y->shape.size() == 2 && y->shape[1] == 1);
     if (!column || y->shape[0] != n)
       return Status::Error(y_path + ": expected " + std::to_string(n) + " labels (shape (N,) to match " +
                            x_path + "), found shape with " + std::to_string(y->numel()) + " elements");
+    return Dataset{t, nullptr, t, "train", source, {}};
   }
-  return Dataset{t, nullptr, t, "train", "npy (" + x_path + (y_path.empty() ? "" : ", " + y_path) + ")", {}};
+  if (y->shape.empty() || y->shape.size() > 2 || y->shape[0] != n || y->numel() == 0)
+    return Status::Error(y_path + ": expected " + std::to_string(n) + " targets (shape (N) or (N, outputs) to match " +
+                         x_path + "), found " + std::to_string(y->shape.size()) + " dimension(s) and " +
+                         std::to_string(y->numel()) + " elements");
+  int64_t c = y->numel() / n;
+  torch::Tensor targets = npy_to_float(*y, n, c);
+  if (std::string bad = first_outside(targets, -inf, inf); !bad.empty())
+    return Status::Error(y_path + ": " + bad + "; targets must be finite float32 values");
+  torch::Tensor rows = torch::cat({t, targets}, 1);
+  Dataset data{rows, nullptr, rows, "train", source, {}};
+  data.target_columns = c;
+  return data;
+}
+
+Result<Dataset> load_teacher(const RunConfig& cfg) {
+  const TeacherConfig& t = cfg.teacher;
+  TeacherData generated = make_teacher(t, static_cast<uint64_t>(cfg.data_seed));
+  std::string sigmas;
+  for (double s : t.sigmas) sigmas += (sigmas.empty() ? "" : ", ") + fmt::format("{}", s);
+  Dataset data{generated.train, nullptr, generated.test, "test",
+               fmt::format("teacher (generated from data_seed {}: {} inputs, {} outputs, singular values {}, "
+                           "noise {}, {} training and {} test examples)", cfg.data_seed, t.inputs, t.outputs,
+                           sigmas, t.noise, t.examples, t.examples), {}};
+  data.target_columns = t.outputs;
+  return data;
 }
 
 }  // namespace
@@ -106,8 +145,14 @@ Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
 }
 
 Result<Dataset> load_dataset(const RunConfig& cfg) {
+  // Input-target pairs and the linear network go together; said before anything is read.
+  bool pairs = cfg.data == "teacher" || (cfg.data.rfind("npy:", 0) == 0 && cfg.data.find(',') != std::string::npos);
+  if (cfg.model == "linear" && !pairs)
+    return Status::Error("model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not " + cfg.data);
+  if (cfg.model != "linear" && cfg.data == "teacher")
+    return Status::Error("data teacher holds input-target pairs for model linear, not " + cfg.model);
   if (cfg.data == "moving-mnist") return load_moving_mnist(cfg);
-  auto data = cfg.data == "mnist" ? load_mnist(cfg) : load_npy(cfg);
+  auto data = cfg.data == "mnist" ? load_mnist(cfg) : cfg.data == "teacher" ? load_teacher(cfg) : load_npy(cfg);
   if (!data) return data;
   data->example_shape = {data->train.size(1)};
   if (cfg.batch_size > data->train.size(0))

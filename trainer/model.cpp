@@ -4,15 +4,35 @@
 
 #include "saddlescope/trainer/autoencoder.h"
 #include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/dataset.h"
+#include "saddlescope/trainer/linear.h"
 #include "saddlescope/trainer/prednet.h"
 
 namespace saddlescope::trainer {
+
+Status Model::initialise(at::Generator& gen, const std::string& init) {
+  reset_parameters(gen);
+  if (init == "duplicate") SADDLESCOPE_RETURN_IF_ERROR(duplicate_hidden_units());
+  torch::NoGradGuard no_grad;
+  for (auto& p : module().parameters()) {
+    if (init == "zero") p.zero_();
+    else if (init_scale_ != 1) p.mul_(init_scale_);
+  }
+  return Status::Ok();
+}
+
 namespace {
+
+// A fresh model of the same architecture, made float64 on `device`: what every float64_copy returns.
+std::shared_ptr<Model> as_float64(std::shared_ptr<Model> m, torch::Device device) {
+  m->module().to(device, torch::kFloat64);
+  return m;
+}
 
 class AutoencoderModel : public Model {
  public:
-  AutoencoderModel(int64_t features, std::vector<int64_t> hidden)
-      : features_(features), hidden_(std::move(hidden)), net_(features_, hidden_) {}
+  AutoencoderModel(int64_t features, std::vector<int64_t> hidden, double init_scale = 1)
+      : Model(init_scale), features_(features), hidden_(std::move(hidden)), net_(features_, hidden_) {}
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& x) override { return torch::mse_loss(net_->forward(x), x); }
@@ -31,18 +51,16 @@ class AutoencoderModel : public Model {
     return {model_se / n, base_se / n, "mean training image", {}, {}};
   }
 
-  Status initialise(at::Generator& gen, const std::string& init) override {
-    net_->reset_parameters(gen);
-    if (init == "duplicate") net_->duplicate_hidden_units();
-    if (init == "zero") net_->zero_parameters();
-    return Status::Ok();
-  }
   std::vector<probes::LayerUnits> unit_layers() const override { return net_->unit_layers(); }
   std::shared_ptr<Model> float64_copy(torch::Device device) const override {
-    auto m = std::make_shared<AutoencoderModel>(features_, hidden_);
-    m->net_->to(torch::kFloat64);
-    m->net_->to(device);
-    return m;
+    return as_float64(std::make_shared<AutoencoderModel>(features_, hidden_), device);
+  }
+
+ protected:
+  void reset_parameters(at::Generator& gen) override { net_->reset_parameters(gen); }
+  Status duplicate_hidden_units() override {
+    net_->duplicate_hidden_units();
+    return Status::Ok();
   }
 
  private:
@@ -53,7 +71,7 @@ class AutoencoderModel : public Model {
 
 class PredNetModel : public Model {
  public:
-  explicit PredNetModel(const PredNetOptions& o) : net_(o) {}
+  explicit PredNetModel(const PredNetOptions& o, double init_scale = 1) : Model(init_scale), net_(o) {}
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& x) override {
@@ -79,32 +97,63 @@ class PredNetModel : public Model {
     return s;
   }
 
-  Status initialise(at::Generator& gen, const std::string& init) override {
-    if (init == "duplicate") return Status::Error("init duplicate is defined for the autoencoder only");
-    net_->reset_parameters(gen);
-    if (init == "zero") {
-      torch::NoGradGuard no_grad;
-      for (auto& p : net_->parameters()) p.zero_();
-    }
-    return Status::Ok();
-  }
   std::shared_ptr<Model> float64_copy(torch::Device device) const override {
-    auto m = std::make_shared<PredNetModel>(net_->options());
-    m->net_->to(torch::kFloat64);
-    m->net_->to(device);
-    return m;
+    return as_float64(std::make_shared<PredNetModel>(net_->options()), device);
   }
+
+ protected:
+  void reset_parameters(at::Generator& gen) override { net_->reset_parameters(gen); }
 
  private:
   PredNet net_;
 };
 
+// y = W2·W1·x on rows [x, y]: the first `inputs` columns are x, the rest the target.
+class LinearModel : public Model {
+ public:
+  LinearModel(int64_t inputs, int64_t hidden, int64_t outputs, double init_scale = 1)
+      : Model(init_scale), net_(inputs, hidden, outputs) {}
+
+  torch::nn::Module& module() override { return *net_; }
+  torch::Tensor loss(const torch::Tensor& rows) override { return net_->loss(input(rows), target(rows)); }
+
+  Scores evaluate(const torch::Tensor& rows, const torch::Tensor& train_mean) override {
+    torch::NoGradGuard no_grad;
+    torch::Tensor y = target(rows);
+    double model_se = (net_->forward(input(rows)) - y).pow(2).sum(torch::kFloat64).item<double>();
+    double base_se = (y - train_mean.narrow(0, net_->inputs(), net_->outputs())).pow(2).sum(torch::kFloat64).item<double>();
+    double n = static_cast<double>(y.numel());
+    return {model_se / n, base_se / n, "mean training target", {}, {}};
+  }
+
+  std::vector<probes::LayerUnits> unit_layers() const override { return net_->unit_layers(); }
+  std::shared_ptr<Model> float64_copy(torch::Device device) const override {
+    return as_float64(std::make_shared<LinearModel>(net_->inputs(), net_->hidden(), net_->outputs()), device);
+  }
+
+ protected:
+  void reset_parameters(at::Generator& gen) override { net_->reset_parameters(gen); }
+
+ private:
+  torch::Tensor input(const torch::Tensor& rows) const { return rows.narrow(1, 0, net_->inputs()); }
+  torch::Tensor target(const torch::Tensor& rows) const { return rows.narrow(1, net_->inputs(), net_->outputs()); }
+
+  LinearNet net_;
+};
+
 }  // namespace
 
-Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const std::vector<int64_t>& shape) {
+Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& data) {
+  const std::vector<int64_t>& shape = data.example_shape;
+  // load_dataset gives the linear network input-target pairs, and only it.
+  SADDLESCOPE_CHECK((cfg.model == "linear") == (data.target_columns > 0));
+  if (cfg.model == "linear") {
+    return std::shared_ptr<Model>(std::make_shared<LinearModel>(shape[0] - data.target_columns, cfg.linear_hidden,
+                                                                data.target_columns, cfg.init_scale));
+  }
   if (cfg.model == "autoencoder") {
     if (shape.size() != 1) return Status::Error("model autoencoder needs examples of features, not sequences (data " + cfg.data + ")");
-    return std::shared_ptr<Model>(std::make_shared<AutoencoderModel>(shape[0], cfg.hidden));
+    return std::shared_ptr<Model>(std::make_shared<AutoencoderModel>(shape[0], cfg.hidden, cfg.init_scale));
   }
   if (shape.size() != 4) return Status::Error("model prednet needs frame sequences (data moving-mnist), not " + cfg.data);
   PredNetOptions o;
@@ -123,7 +172,7 @@ Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const std::vecto
   o.loss = cfg.prednet.loss;
   o.zero_bias = cfg.prednet.zero_bias;
   SADDLESCOPE_RETURN_IF_ERROR(validate(o));
-  return std::shared_ptr<Model>(std::make_shared<PredNetModel>(o));
+  return std::shared_ptr<Model>(std::make_shared<PredNetModel>(o, cfg.init_scale));
 }
 
 }  // namespace saddlescope::trainer

@@ -60,7 +60,7 @@ void Perturber::gradients(const std::vector<torch::Tensor>& params) {
   if (p_.kind != "gaussian") return;
   torch::NoGradGuard no_grad;
   torch::Tensor scale;  // per-element standard deviation of the noise, or its global value
-  if (!p_.elementwise) {
+  if (!p_.elementwise && !p_.absolute) {
     int64_t n = 0;
     for (const auto& p : params) n += p.numel();
     scale = global_grad_norm(params) * (p_.sigma / std::sqrt(static_cast<double>(n)));
@@ -68,7 +68,7 @@ void Perturber::gradients(const std::vector<torch::Tensor>& params) {
   for (const auto& p : params) {
     torch::Tensor z = torch::randn(p.sizes(), gen_, torch::TensorOptions().dtype(p.scalar_type())).to(p.device());
     torch::Tensor g = p.grad();
-    g.add_(p_.elementwise ? z * g.abs() * p_.sigma : z * scale);
+    g.add_(p_.elementwise ? z * g.abs() * p_.sigma : p_.absolute ? z * p_.sigma : z * scale);
   }
 }
 

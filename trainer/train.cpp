@@ -172,7 +172,7 @@ struct Run {
 // perturbation did at the start.
 Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset& data, Perturber& perturb,
                                              nlohmann::json* applied) {
-  auto model = make_model(cfg, data.example_shape);
+  auto model = make_model(cfg, data);
   if (!model) return model.status();
   torch::nn::Module& m = (*model)->module();
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
@@ -362,7 +362,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
 }
 
 Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, const std::string& probe_spec) {
-  auto spec = probes::parse_probe_spec(probe_spec);
+  auto spec = probes::parse_probe_spec(probe_spec, probe_defaults(config.model));
   if (!spec) return spec.status();
   if (spec->name != "curvature") return Status::Error("probe '" + probe_spec + "': expected a curvature probe");
   RunConfig cfg = config;

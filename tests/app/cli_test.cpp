@@ -42,7 +42,9 @@ TEST(Cli, TrainFlagErrors) {
   expect_error("train --batch-size 0" + out, "--batch-size: must be >= 1, got 0");
   expect_error("train --steps ten" + out, "--steps: must be an integer, got 'ten'");
   expect_error("train --device tpu" + out, "--device: must be cpu, cuda or cuda:N, got 'tpu'");
-  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, prednet, got 'resnet'");
+  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, prednet, linear, got 'resnet'");
+  expect_error("train --model linear --data mnist" + out,
+               "model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not mnist");
   expect_error("train --data mnist --batch-size 60001 --steps 1" + out,
                "batch_size 60001 exceeds the 60000 training examples of mnist");
   EXPECT_FALSE(fs::exists(dir.file("s"))) << "nothing written on bad input";
@@ -162,6 +164,22 @@ TEST(Cli, ProbesFromFlagsAndFile) {
   auto j = nlohmann::json::parse(c.text);
   EXPECT_TRUE(j["converged"].get<bool>());
   EXPECT_EQ(j["parameters"], r + "/snapshots/step-00000000");
+}
+
+// The linear-network example: ∓σ_1 at the origin, and a short escape under absolute noise.
+TEST(Cli, LinearSaddleExample) {
+  testing::TempDir dir;
+  std::string example = std::string(SADDLESCOPE_SOURCE_DIR) + "/examples/linear_saddle.toml --out " + dir.path();
+  Output c = run("curvature --config " + example);
+  ASSERT_EQ(c.code, 0) << c.text;
+  auto j = nlohmann::json::parse(c.text);
+  EXPECT_NEAR(j["lambda_min"].get<double>(), -4.0, 4e-3);
+  EXPECT_NEAR(j["lambda_max"].get<double>(), 4.0, 4e-3);
+  EXPECT_EQ(j["grad_norm"], 0.0);
+  Output t = run("train --config " + example + " --steps 1000 --perturbation gaussian:1e-6:absolute");
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("run      " + dir.path() + "/runs/linear-cpu-gaussian-init.zero-t1-s1-"), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("mean training target baseline"), std::string::npos) << t.text;
 }
 
 TEST(Cli, RepeatabilityAndDiverge) {

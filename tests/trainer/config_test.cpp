@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saddlescope/store/run_dir.h"
 #include "temp_dir.h"
 
 namespace saddlescope::trainer {
@@ -69,8 +70,8 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   expect_file_error("hidden = [32, \"x\"]\n", "1: hidden must be a list of integers");
   expect_file_error("hidden = []\n", "1: hidden must list at least one width");
   expect_file_error("device = \"gpu\"\n", "1: device must be cpu, cuda or cuda:N, got 'gpu'");
-  expect_file_error("data = \"npy:\"\n", "1: data must be mnist, npy:X.npy[,Y.npy] or moving-mnist, got 'npy:'");
-  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, prednet, got 'resnet'");
+  expect_file_error("data = \"npy:\"\n", "1: data must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got 'npy:'");
+  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, prednet, linear, got 'resnet'");
   expect_file_error("threads = 0\n", "1: threads must be >= 1, got 0");
   expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
 }
@@ -127,7 +128,10 @@ TEST_F(ConfigTest, ExecutionErrors) {
   expect_flag_error("deterministic", "on", "--deterministic: must be one of off, strict, warn, got 'on'");
   expect_flag_error("cublas_workspace", ":8:8", "--cublas-workspace: must be one of default, :4096:8, :16:8, got ':8:8'");
   expect_flag_error("perturbation", "gaussian", "--perturbation: must be none, shuffle-reduction, "
-                    "gaussian:SIGMA[:element], stochastic-rounding or bitflip[:PARAM[:INDEX]], got 'gaussian'");
+                    "gaussian:SIGMA[:element|:absolute], stochastic-rounding or bitflip[:PARAM[:INDEX]], got 'gaussian'");
+  expect_flag_error("perturbation", "gaussian:1e-6:relative", "--perturbation: must be none, shuffle-reduction, "
+                    "gaussian:SIGMA[:element|:absolute], stochastic-rounding or bitflip[:PARAM[:INDEX]], got "
+                    "'gaussian:1e-6:relative'");
   expect_flag_error("perturbation", "gaussian:-1", "--perturbation: gaussian sigma must be a number > 0, got '-1'");
   expect_flag_error("perturbation", "bitflip:w:x", "--perturbation: bitflip index must be an integer >= 0, got 'x'");
   expect_file_error("cudnn = \"no\"\n", "1: cudnn must be true or false");
@@ -154,6 +158,106 @@ TEST_F(ConfigTest, ExecutionErrors) {
   ASSERT_TRUE(sr.set_flag("dtype", "float64").ok());
   EXPECT_EQ(sr.resolve().status().message(),
             "--perturbation: stochastic-rounding rounds float64 updates to float32; it needs dtype float32, got float64");
+}
+
+TEST_F(ConfigTest, LinearNetworkAndTeacherKeys) {
+  ConfigBuilder b;
+  ASSERT_TRUE(b.load_toml(toml("model = \"linear\"\nlinear_hidden = 3\ndata = \"teacher\"\n"
+                               "teacher_sigmas = [3, 1.5]\nteacher_inputs = 5\nteacher_outputs = 4\n"
+                               "teacher_examples = 20\nteacher_noise = 0.1\ninit = \"zero\"\n")).ok());
+  ASSERT_TRUE(b.set_flag("init_scale", "1e-3").ok());
+  ASSERT_TRUE(b.set_flag("perturbation", "gaussian:1e-06:absolute").ok());
+  auto c = b.resolve();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->linear_hidden, 3);
+  EXPECT_EQ(c->teacher.sigmas, (std::vector<double>{3, 1.5}));
+  EXPECT_EQ(c->teacher.examples, 20);
+  EXPECT_DOUBLE_EQ(c->teacher.noise, 0.1);
+  EXPECT_DOUBLE_EQ(c->init_scale, 1e-3);
+  EXPECT_TRUE(c->perturbation.absolute);
+  EXPECT_FALSE(c->perturbation.elementwise);
+  EXPECT_EQ(c->to_json()["perturbation"], "gaussian:1e-06:absolute");
+  nlohmann::json id = nlohmann::json::parse(c->identity());
+  for (const char* k : {"linear_hidden", "teacher_sigmas", "init_scale"}) EXPECT_TRUE(id.contains(k)) << k;
+  for (const char* k : {"hidden", "prednet_stacks"}) EXPECT_FALSE(id.contains(k)) << k;
+  EXPECT_EQ(c->run_prefix(), "linear-cpu-gaussian-init.zero-t" + std::to_string(c->execution.threads) + "-s0");
+
+  ConfigBuilder flags;
+  ASSERT_TRUE(flags.set_flag("teacher_sigmas", "2,1e-1").ok());
+  EXPECT_EQ(flags.resolve()->teacher.sigmas, (std::vector<double>{2, 0.1}));
+}
+
+TEST_F(ConfigTest, LinearNetworkAndTeacherErrors) {
+  expect_file_error("linear_hidden = 0\n", "1: linear_hidden must be >= 1, got 0");
+  expect_file_error("teacher_sigmas = []\n", "1: teacher_sigmas must list at least one singular value");
+  expect_file_error("teacher_sigmas = [1.0, -2.0]\n", "1: teacher_sigmas values must be > 0 and finite, got -2");
+  expect_file_error("teacher_sigmas = [1, \"a\"]\n", "1: teacher_sigmas must be a list of numbers");
+  expect_file_error("teacher_inputs = 0\n", "1: teacher_inputs must be >= 1, got 0");
+  expect_file_error("teacher_noise = -0.5\n", "1: teacher_noise must be >= 0 and finite, got -0.5");
+  expect_file_error("init_scale = 0\n", "1: init_scale must be > 0 and finite, got 0");
+  expect_flag_error("teacher_sigmas", "4,x", "--teacher-sigmas: must be a list of numbers, got '4,x'");
+  expect_flag_error("teacher_sigmas", "4,inf", "--teacher-sigmas: values must be > 0 and finite, got inf");
+  expect_flag_error("init_scale", "-1", "--init-scale: must be > 0 and finite, got -1");
+  expect_flag_error("teacher_examples", "0", "--teacher-examples: must be >= 1, got 0");
+
+  // Cross-field: the sigmas and examples must fit the teacher's shape (checked for data teacher only).
+  auto resolve_error = [&](const std::string& text) {
+    ConfigBuilder b;
+    std::string path = toml(text);
+    EXPECT_TRUE(b.load_toml(path).ok());
+    auto c = b.resolve();
+    EXPECT_FALSE(c.ok()) << text;
+    return c.ok() ? std::string() : c.status().message().substr(path.size());
+  };
+  EXPECT_EQ(resolve_error("data = \"teacher\"\nteacher_inputs = 2\nteacher_sigmas = [3, 2, 1]\n"),
+            ":3: teacher_sigmas lists 3 values; a teacher of 2 inputs and 8 outputs has at most 2");
+  EXPECT_EQ(resolve_error("data = \"teacher\"\nteacher_examples = 10\n"),
+            ":2: teacher_examples must be >= teacher_inputs = 16 (the inputs are whitened), got 10");
+  EXPECT_EQ(resolve_error("data = \"teacher\"\nteacher_noise = 0.1\nteacher_examples = 16\n"),
+            ":3: teacher_examples must exceed teacher_inputs = 16 when teacher_noise > 0 (the noise is "
+            "orthogonal to the inputs), got 16");
+  ConfigBuilder defaults;
+  ASSERT_TRUE(defaults.set_flag("teacher_outputs", "2").ok());
+  ASSERT_TRUE(defaults.set_flag("data", "teacher").ok());
+  EXPECT_EQ(defaults.resolve().status().message(),
+            "default teacher_sigmas: teacher_sigmas lists 4 values; a teacher of 16 inputs and 2 outputs has at most 2");
+  ConfigBuilder other_data;  // teacher keys are not checked for other data
+  ASSERT_TRUE(other_data.set_flag("teacher_outputs", "2").ok());
+  EXPECT_TRUE(other_data.resolve().ok());
+}
+
+TEST_F(ConfigTest, ProbesTakeTheModelsDefaults) {
+  auto resolved = [](const std::string& model, const std::string& spec) {
+    ConfigBuilder b;
+    EXPECT_TRUE(b.set_flag("probe", spec).ok());
+    EXPECT_TRUE(b.set_flag("model", model).ok());  // after the probe: the model is known at resolve()
+    auto c = b.resolve();
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? c->probes.at(0) : std::string();
+  };
+  EXPECT_NE(resolved("autoencoder", "curvature").find("batch=256,every=2500,"), std::string::npos);
+  EXPECT_NE(resolved("prednet", "curvature").find("batch=8,every=2500,"), std::string::npos);
+  EXPECT_NE(resolved("prednet", "curvature:batch=32").find("batch=32,"), std::string::npos);
+  EXPECT_EQ(resolved("prednet", "symmetry:every=5"), "symmetry:every=5");
+  EXPECT_EQ(probe_defaults("linear"), (std::map<std::string, std::string>{}));
+}
+
+TEST_F(ConfigTest, TheExamplesResolve) {
+  for (const char* name : {"autoencoder.toml", "linear_saddle.toml"}) {
+    ConfigBuilder b;
+    Status s = b.load_toml(std::string(SADDLESCOPE_SOURCE_DIR) + "/examples/" + name);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(b.resolve().ok()) << name;
+  }
+}
+
+TEST_F(ConfigTest, NewKeysLeaveExistingRunIdsAlone) {
+  // The README's quickstart run: the same identity (and so run id) as before the linear network's keys.
+  ConfigBuilder b;
+  ASSERT_TRUE(b.load_toml(std::string(SADDLESCOPE_SOURCE_DIR) + "/examples/autoencoder.toml").ok());
+  auto c = b.resolve();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(store::make_run_id(c->run_prefix(), c->identity()), "autoencoder-cpu-t1-s7-6a417f23");
 }
 
 TEST_F(ConfigTest, IdentityIgnoresWhereOutputGoes) {

@@ -2,8 +2,10 @@
 //   curvature:every=50,k=2        symmetry:every=10        curvature:at=0+500+1000,float64=true
 // Torch-free, so that configs are validated before any training starts.
 //
-//   curvature  every (1000: about 6% of an H200 autoencoder run, docs/benchmarks.md), at (steps joined by '+'), k (1) extreme eigenpairs at each end, tol (1e-3),
-//              iters (100) Lanczos cap, batch (256) probe-batch size, float64 (false) measure on a
+//   curvature  every (2500: a probe step then costs ≤ 7.4% of the training of the autoencoder and PredNet
+//              as measured, docs/benchmarks.md), at (steps joined by '+'), k (1) extreme eigenpairs at each end,
+//              tol (1e-3), iters (100) Lanczos cap, batch (256; a model may set its own default:
+//              trainer/config.h probe_defaults) probe-batch size, float64 (false) measure on a
 //              float64 copy of the model, trace (0) Hutchinson samples, slq (0) SLQ probes,
 //              slq_steps (40), vectors (false) save eigenvectors as .npy, seed (0)
 //   symmetry   every (100), at
@@ -32,14 +34,17 @@ struct ProbeSpec {
 
   // Due at optimiser step `step`?
   bool due(int64_t step) const;
-  // The spec with every option written out, e.g. "curvature:batch=256,every=1000,k=1,..."
+  // The spec with every option written out, e.g. "curvature:batch=256,every=2500,k=1,..."
   std::string resolved() const;
 };
 
 // Parses and checks one spec: a known probe, known options, values of the right type and range
 // (every >= 1 unless `at` is given; k >= 1; tol > 0; ...). Errors say what was expected, e.g.
-// "probe 'curvature:every=0': every must be >= 1, got 0".
-Result<ProbeSpec> parse_probe_spec(const std::string& text);
+// "probe 'curvature:every=0': every must be >= 1, got 0". `defaults` replace built-in defaults of
+// options the text leaves out (a model's own probe batch, trainer/config.h); entries for options
+// this probe does not take are ignored.
+// REQUIRES: each default that applies is a valid value for its option.
+Result<ProbeSpec> parse_probe_spec(const std::string& text, const std::map<std::string, std::string>& defaults = {});
 
 // The names of the known probes, for help texts.
 std::vector<std::string> probe_names();

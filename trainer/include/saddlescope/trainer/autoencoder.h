@@ -31,8 +31,6 @@ class AutoencoderImpl : public torch::nn::Module {
   // bias and outgoing weights): a permutation-symmetric saddle that deterministic arithmetic can never
   // leave. Call after reset_parameters, on the CPU.
   void duplicate_hidden_units();
-  // All weights and biases zero.
-  void zero_parameters();
 
   // The layers in forward order, with each one's outgoing weights, for the symmetry probe.
   std::vector<probes::LayerUnits> unit_layers() const;

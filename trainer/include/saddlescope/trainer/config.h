@@ -38,11 +38,14 @@ struct Perturbation {
   std::string kind = "none";  // none | shuffle-reduction | gaussian | stochastic-rounding | bitflip
   double sigma = 0;           // gaussian: noise size relative to the gradient norm (or element)
   bool elementwise = false;   // gaussian: relative to each element's magnitude instead
+  bool absolute = false;      // gaussian: σ is each element's standard deviation, whatever the gradient
+                              // (noise relative to the gradient is zero at an exact critical point)
   std::string param;          // bitflip: parameter name ("" = the last one, the output bias)
   int64_t index = 0;          // bitflip: flat index of the element whose last mantissa bit flips
   int64_t seed = 0;           // the perturbation's own random stream
 
-  // "gaussian:1e-07:element", "bitflip:encoder.fc1.weight:12": the spec as written in configs.
+  // "gaussian:1e-07:element", "gaussian:1e-06:absolute", "bitflip:encoder.fc1.weight:12": the spec as
+  // written in configs.
   std::string spec() const;
 };
 
@@ -58,16 +61,29 @@ struct PredNetConfig {
   int64_t eval_sequences = 256;                         // held-out test sequences
 };
 
+// Generated input–target pairs for the linear network (data = teacher; trainer/teacher.h): Σ_yx has
+// exactly the singular values `sigmas`.
+struct TeacherConfig {
+  std::vector<double> sigmas = {4, 2, 1, 0.5};  // singular values of Σ_yx, each > 0
+  int64_t inputs = 16;                          // d
+  int64_t outputs = 8;                          // c
+  int64_t examples = 256;                       // N training rows (whitened inputs), and N test rows
+  double noise = 0;                             // standard deviation of the target noise, >= 0
+};
+
 struct RunConfig {
-  std::string model = "autoencoder";        // autoencoder | prednet
+  std::string model = "autoencoder";        // autoencoder | prednet | linear
   std::vector<int64_t> hidden = {256, 64};  // encoder widths; the decoder mirrors them
-  std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy] | moving-mnist
+  int64_t linear_hidden = 4;                // linear: hidden units h of y = W2·W1·x
+  std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy] | moving-mnist | teacher
   PredNetConfig prednet;
+  TeacherConfig teacher;
   std::string data_dir;                     // default: $SADDLESCOPE_DATA_DIR, else "data"
   ExecutionConfig execution;
   int64_t seed = 0;                         // initial weights
   int64_t data_seed = -1;                   // example order; default: = seed
   std::string init = "default";             // default | duplicate | zero
+  double init_scale = 1;                    // multiplies every seeded initial parameter
   std::string init_from;                    // "" or a run directory / snapshot directory of .npy
   Perturbation perturbation;
   int64_t steps = 2000;                     // optimiser steps
@@ -75,7 +91,8 @@ struct RunConfig {
   double lr = 1e-3;                         // Adam learning rate
   int64_t lr_drop_at = 0;                   // from this step on the learning rate is lr/10 (0: never)
   int64_t log_every = 100;                  // metrics are read from the device and written every k steps
-  std::vector<std::string> probes;          // probe specs, resolved (probes/probe_spec.h)
+  std::vector<std::string> probes;          // probe specs, resolved with the model's defaults
+                                            // (probes/probe_spec.h, probe_defaults)
   int64_t snapshot_every = 0;               // parameter snapshots every k steps (0: first and last only)
   bool snapshot_grads = false;              // also snapshot the gradients
   std::string out = "runs";                 // study directory; the run goes to <out>/runs/<run-id>/
@@ -88,6 +105,11 @@ struct RunConfig {
   // "autoencoder-cuda-cudnn-det-t16-s7": the readable part of the run id.
   std::string run_prefix() const;
 };
+
+// Probe options whose default depends on the model, for probes::parse_probe_spec: PredNet's probe
+// batch is 8 sequences, not 256 examples (an HVP over 8 sequences already costs 4-5 training steps of
+// batch 4: docs/benchmarks.md). Empty for the other models.
+std::map<std::string, std::string> probe_defaults(const std::string& model);
 
 // The keys a file or flags may set, in order (flags spell them with '-' for '_').
 const std::vector<std::string>& config_keys();
@@ -105,11 +127,13 @@ class ConfigBuilder {
   // Sets `key` from a flag's text (origin "--key"). Same checks as the file.
   Status set_flag(const std::string& key, const std::string& text);
   // Applies defaults (data_dir, threads, data_seed, cublas_workspace) and cross-field checks (CUDA-only
-  // settings changed for a CPU device, stochastic rounding outside float32).
+  // settings changed for a CPU device, stochastic rounding outside float32, teacher_sigmas and
+  // teacher_examples that do not fit teacher_inputs and teacher_outputs).
   Result<RunConfig> resolve() const;
 
  private:
   std::string where(const std::string& key) const;  // origin of `key`, for messages
+  Status check_teacher(const TeacherConfig& t) const;  // sigmas fit the shape, enough examples
 
   RunConfig cfg_;
   std::map<std::string, std::string> origin_;  // key -> "file:line" or "--flag"

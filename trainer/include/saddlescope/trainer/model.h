@@ -1,4 +1,5 @@
-// A model as the training loop, the probes and the evaluation see it: the autoencoder or PredNet.
+// A model as the training loop, the probes and the evaluation see it: the autoencoder, PredNet or the
+// two-layer linear network.
 #pragma once
 
 #include <cstdint>
@@ -16,19 +17,23 @@
 namespace saddlescope::trainer {
 
 struct RunConfig;
+struct Dataset;
 
 class Model {
  public:
+  explicit Model(double init_scale = 1) : init_scale_(init_scale) {}
   virtual ~Model() = default;
 
   // The module holding every parameter (named: encoder.fc1.weight, l0.lstm.i.weight, ...).
   virtual torch::nn::Module& module() = 0;
   // The training loss on a batch: (batch, features) for the autoencoder, (batch, T, 1, H, W) frames in
-  // [0, 1] for PredNet, in the model's dtype and device.
+  // [0, 1] for PredNet, (batch, inputs + outputs) rows [x, y] for the linear network, in the model's
+  // dtype and device.
   virtual torch::Tensor loss(const torch::Tensor& batch) = 0;
-  // Mean squared error per pixel on `x` and the trivial baseline's ("mean training image" predicted for
-  // every example; "previous frame" copied forward), accumulated in float64, with the baseline's name
-  // and any details (per-frame errors) for the manifest.
+  // Mean squared error per pixel (per target element) on `x` and the trivial baseline's ("mean training
+  // image" or "mean training target" predicted for every example; "previous frame" copied forward),
+  // accumulated in float64, with the baseline's name and any details (per-frame errors) for the
+  // manifest. `train_mean` is the mean training row.
   struct Scores {
     double mse = 0, baseline_mse = 0;
     std::string baseline;
@@ -37,16 +42,29 @@ class Model {
   virtual Scores evaluate(const torch::Tensor& x, const torch::Tensor& train_mean) = 0;
 
   // Initial weights from `gen` (PyTorch's default initialisation), then `init`: "default", "duplicate"
-  // (every hidden unit a copy of the first; autoencoder only) or "zero". Call on the CPU.
-  virtual Status initialise(at::Generator& gen, const std::string& init) = 0;
+  // (every hidden unit a copy of the first; autoencoder only) or "zero"; seeded weights are then
+  // multiplied by init_scale. Call on the CPU.
+  Status initialise(at::Generator& gen, const std::string& init);
   // The layers for the symmetry probe; empty when the model has none to compare.
   virtual std::vector<probes::LayerUnits> unit_layers() const { return {}; }
   // The same architecture, float64, parameters uninitialised, on `device`.
   virtual std::shared_ptr<Model> float64_copy(torch::Device device) const = 0;
+
+ protected:
+  // PyTorch's default initialisation of every parameter, drawn from `gen` (initialise's first step).
+  virtual void reset_parameters(at::Generator& gen) = 0;
+  // Every hidden unit of each layer made a copy of the layer's first unit (init duplicate).
+  virtual Status duplicate_hidden_units() {
+    return Status::Error("init duplicate is defined for the autoencoder only");
+  }
+
+ private:
+  double init_scale_;
 };
 
-// The model `cfg` names for inputs of shape `example_shape` (one example: (features) or (T, 1, H, W)).
-// Errors name the config key (e.g. prednet options that do not fit the frames).
-Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const std::vector<int64_t>& example_shape);
+// The model `cfg` names for the examples of `data` (data.example_shape: (features) or (T, 1, H, W);
+// data.target_columns for the linear network's input–target rows). Errors name the config key (e.g.
+// prednet options that do not fit the frames) or the data a model cannot train on.
+Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& data);
 
 }  // namespace saddlescope::trainer

@@ -1,8 +1,10 @@
 // Controlled perturbations (ablations) of a training run, each driven by its own seed:
 //   shuffle-reduction    every step, the batch's examples in a fresh order: same examples, another
 //                        summation order (the CPU analogue of nondeterministic GPU reductions)
-//   gaussian:σ[:element] zero-mean Gaussian noise added to the gradient, of norm ≈ σ‖g‖ (or of
-//                        standard deviation σ|g_i| per element)
+//   gaussian:σ[:element|:absolute]
+//                        zero-mean Gaussian noise added to the gradient, of norm ≈ σ‖g‖ (or of
+//                        standard deviation σ|g_i| per element, or σ per element whatever g: the
+//                        only one that moves a run sitting exactly at a critical point, where g = 0)
 //   stochastic-rounding  Adam's update computed in float64 and stochastically rounded to float32
 //   bitflip[:P[:I]]      the last mantissa bit of element I (default 0) of parameter P (default: the
 //                        last, the output bias) flipped at step 0
