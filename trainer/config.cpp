@@ -204,7 +204,8 @@ const std::vector<Key>& keys() {
        FIELD(perturbation.seed)},
       {"probe", Kind::kStringList,
        "probes, repeatable: curvature[:every=1000,k=1,tol=0.001,iters=100,batch=256,float64=false,trace=0,"
-       "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S] or symmetry[:every=100,at=S+S]",
+       "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S], symmetry[:every=100,at=S+S] or "
+       "ops[:every=100,k=8,only=NAME+NAME,wgrad=true,seed=0,at=S+S]",
        [](RunConfig& c, const Value& v) -> std::string {
          c.probes.clear();
          for (const auto& text : v.strings) {

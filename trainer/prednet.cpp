@@ -15,7 +15,7 @@ std::string list(const std::vector<int64_t>& v) {
   return s + ")";
 }
 
-torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k) {
+torch::nn::Conv2d make_conv(int64_t in, int64_t out, int64_t k) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).padding(k / 2));
 }
 
@@ -67,15 +67,15 @@ PredNetImpl::PredNetImpl(const PredNetOptions& options) : options_(options) {
     auto module = std::make_shared<torch::nn::Module>();
     auto lstm = std::make_shared<torch::nn::Module>();
     Layer layer;
-    if (l > 0) layer.conv_a = module->register_module("conv_a", conv(2 * a[l - 1], a[l], k));
+    if (l > 0) layer.conv_a = module->register_module("conv_a", make_conv(2 * a[l - 1], a[l], k));
     // The gates see [E_l (2 a_l); R_l (r_l); upsample(R_{l+1}) (r_{l+1}, below the top)].
     const int64_t in = 2 * a[l] + r[l] + (l + 1 < n ? r[l + 1] : 0);
-    layer.i = lstm->register_module("i", conv(in, r[l], k));
-    layer.f = lstm->register_module("f", conv(in, r[l], k));
-    layer.o = lstm->register_module("o", conv(in, r[l], k));
-    layer.c = lstm->register_module("c", conv(in, r[l], k));
+    layer.i = lstm->register_module("i", make_conv(in, r[l], k));
+    layer.f = lstm->register_module("f", make_conv(in, r[l], k));
+    layer.o = lstm->register_module("o", make_conv(in, r[l], k));
+    layer.c = lstm->register_module("c", make_conv(in, r[l], k));
     module->register_module("lstm", lstm);
-    layer.conv_ahat = module->register_module("conv_ahat", conv(r[l], a[l], k));
+    layer.conv_ahat = module->register_module("conv_ahat", make_conv(r[l], a[l], k));
     register_module("l" + std::to_string(l), module);
     layers_.push_back(layer);
   }
@@ -83,6 +83,47 @@ PredNetImpl::PredNetImpl(const PredNetOptions& options) : options_(options) {
 
 void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const {
   if (tap_) tap_("l" + std::to_string(l) + "." + what, t, v);
+}
+
+torch::Tensor PredNetImpl::conv(torch::nn::Conv2d& c, const torch::Tensor& in, int64_t l, const char* what) const {
+  torch::Tensor y = c->forward(in);
+  if (op_taps_ && op_taps_->armed())
+    op_taps_->conv2d("l" + std::to_string(l) + "." + what, in, c->weight, c->bias, {1, options_.filter_size / 2, 1}, y);
+  return y;
+}
+
+torch::Tensor PredNetImpl::activate(Activation f, const torch::Tensor& in, int64_t l, const char* what) const {
+  torch::Tensor y = f == Activation::kSigmoid ? torch::sigmoid(in) : f == Activation::kTanh ? torch::tanh(in) : torch::relu(in);
+  if (op_taps_ && op_taps_->armed()) op_taps_->elementwise("l" + std::to_string(l) + "." + what, in, y);
+  return y;
+}
+
+std::vector<probes::TapOp> PredNetImpl::tap_ops(int64_t batch, int64_t frames) const {
+  const auto& a = options_.stack_sizes;
+  const auto& r = options_.r_stack_sizes;
+  const int64_t n = layers(), kk = options_.filter_size * options_.filter_size;
+  std::vector<probes::TapOp> ops;
+  auto add = [&](int64_t l, const std::string& what, const char* kernel, int64_t per_frame, int64_t weights) {
+    ops.push_back({"l" + std::to_string(l) + "." + what, kernel, frames * batch * per_frame, weights, frames});
+  };
+  for (int64_t l = 0; l < n; ++l) {
+    const int64_t pixels = (options_.height >> l) * (options_.width >> l);
+    if (l > 0) {
+      const int64_t below = (options_.height >> (l - 1)) * (options_.width >> (l - 1));  // conv_a runs before pooling
+      add(l, "conv_a", "conv2d", a[l] * below, a[l] * 2 * a[l - 1] * kk);
+      add(l, "conv_a.relu", "relu", a[l] * below, 0);
+    }
+    const int64_t in = 2 * a[l] + r[l] + (l + 1 < n ? r[l + 1] : 0);
+    for (const char* gate : {"i", "f", "o", "c"}) {
+      add(l, std::string("lstm.") + gate, "conv2d", r[l] * pixels, r[l] * in * kk);
+      add(l, std::string("lstm.") + gate + (gate[0] == 'c' ? ".tanh" : ".sigmoid"), gate[0] == 'c' ? "tanh" : "sigmoid",
+          r[l] * pixels, 0);
+    }
+    add(l, "cell.tanh", "tanh", r[l] * pixels, 0);
+    add(l, "conv_ahat", "conv2d", a[l] * pixels, a[l] * r[l] * kk);
+    add(l, "conv_ahat.relu", "relu", a[l] * pixels, 0);
+  }
+  return ops;
 }
 
 PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
@@ -107,12 +148,12 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     for (int64_t l = n - 1; l >= 0; --l) {
       Layer& L = layers_[l];
       auto z = l + 1 < n ? torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1) : torch::cat({e[l], r[l]}, 1);
-      auto i = torch::sigmoid(L.i->forward(z));
-      auto f = torch::sigmoid(L.f->forward(z));
-      auto o = torch::sigmoid(L.o->forward(z));
-      auto g = torch::tanh(L.c->forward(z));
+      auto i = activate(Activation::kSigmoid, conv(L.i, z, l, "lstm.i"), l, "lstm.i.sigmoid");
+      auto f = activate(Activation::kSigmoid, conv(L.f, z, l, "lstm.f"), l, "lstm.f.sigmoid");
+      auto o = activate(Activation::kSigmoid, conv(L.o, z, l, "lstm.o"), l, "lstm.o.sigmoid");
+      auto g = activate(Activation::kTanh, conv(L.c, z, l, "lstm.c"), l, "lstm.c.tanh");
       cell[l] = f * cell[l] + i * g;
-      r[l] = o * torch::tanh(cell[l]);
+      r[l] = o * activate(Activation::kTanh, cell[l], l, "cell.tanh");
       if (tap_) {
         tap("lstm.i", l, t, i);
         tap("lstm.f", l, t, f);
@@ -126,14 +167,14 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     std::vector<torch::Tensor> frame_errors(n);
     for (int64_t l = 0; l < n; ++l) {
       Layer& L = layers_[l];
-      auto ahat = torch::relu(L.conv_ahat->forward(r[l]));
+      auto ahat = activate(Activation::kRelu, conv(L.conv_ahat, r[l], l, "conv_ahat"), l, "conv_ahat.relu");
       torch::Tensor a;
       if (l == 0) {
         ahat = torch::clamp_max(ahat, options_.pixel_max);
         a = x.select(1, t);
         predictions.push_back(ahat);
       } else {
-        a = torch::max_pool2d(torch::relu(L.conv_a->forward(e[l - 1])), {2, 2});
+        a = torch::max_pool2d(activate(Activation::kRelu, conv(L.conv_a, e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
       }
       auto diff = a - ahat;
       e[l] = torch::cat({torch::relu(diff), torch::relu(-diff)}, 1);
