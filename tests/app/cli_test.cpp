@@ -155,13 +155,37 @@ TEST(Cli, ProbesFromFlagsAndFile) {
 
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
   expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
-                                                       "(known: curvature, symmetry)");
+                                                       "(known: curvature, symmetry, ops)");
   expect_error("curvature " + common + " --at-step 3", "--at-step needs --init-from RUN_DIR");
   Output c = run("curvature " + common + " --init-from " + r + " --at-step 0 --spec curvature:batch=16");
   ASSERT_EQ(c.code, 0) << c.text;
   auto j = nlohmann::json::parse(c.text);
   EXPECT_TRUE(j["converged"].get<bool>());
   EXPECT_EQ(j["parameters"], r + "/snapshots/step-00000000");
+}
+
+TEST(Cli, OpTapsAndTheirSummary) {
+  testing::TempDir dir;
+  std::vector<uint8_t> x(64 * 12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
+  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
+  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
+  // The spec is named as resolved (every option written out), as the run's config records it.
+  expect_error("train --probe ops:k=20 " + common,
+               "probe 'ops:every=100,k=20,seed=0,wgrad=true': k = 20 exceeds the 16 output elements of encoder.fc2 "
+               "(at this batch size)");
+  expect_error("train --probe ops:only=encoder.fc7 " + common,
+               "probe 'ops:every=100,k=8,only=encoder.fc7,seed=0,wgrad=true': no op is named 'encoder.fc7' in this model (its ops: encoder.fc1, "
+               "encoder.fc1.relu, encoder.fc2, encoder.fc2.relu, decoder.fc1, decoder.fc1.relu, decoder.fc2, "
+               "decoder.fc2.sigmoid, loss)");
+  Output o = run("train --probe ops:every=10,k=3 " + common);
+  ASSERT_EQ(o.code, 0) << o.text;
+  std::string r = only_run(dir.file(""));
+  Output summary = run("ops " + r);
+  ASSERT_EQ(summary.code, 0) << summary.text;
+  EXPECT_EQ(summary.text.find("| op | phase | dtype | samples |"), 0u) << summary.text;
+  EXPECT_NE(summary.text.find("| encoder.fc1 | wgrad | float32 | 6 |"), std::string::npos) << summary.text;
+  expect_error("ops " + dir.file("nowhere"), dir.file("nowhere") + "/ops.csv: cannot open for reading");
 }
 
 TEST(Cli, RepeatabilityAndDiverge) {
