@@ -264,9 +264,12 @@ bool SplitAccumulator::add_all(const T* a, int64_t sa, const T* b, int64_t sb, i
       int64_t* d = zero ? scratch : digits[(sign >> kSignShift) & 1] + k;
       if (sizeof(T) == 8 && product) {  // m · 2^s < 2^138: 5 digits, from two words and the bits above
         const unsigned __int128 m = static_cast<unsigned __int128>(mx) * my;  // < 2^106
-        const unsigned __int128 v = m << s;                                  // its low 128 bits
-        const uint64_t v0 = static_cast<uint64_t>(v), v1 = static_cast<uint64_t>(v >> 64);
-        const uint64_t above = (static_cast<uint64_t>(m >> 64) >> (63 - s)) >> 1;  // hi >> (64 - s), 0 for s = 0
+        const uint64_t m_lo = static_cast<uint64_t>(m), m_hi = static_cast<uint64_t>(m >> 64);
+        // m · 2^s as words v0, v1 and the bits above, in 64-bit shifts (a 128-bit shift also tests for
+        // shifts of 64 or more). x >> 1 >> (63 - s) is x >> (64 - s), and 0 for s = 0.
+        const unsigned shift = static_cast<unsigned>(s), back = 63 - shift;
+        const uint64_t v0 = m_lo << shift, v1 = (m_hi << shift) | ((m_lo >> 1) >> back);
+        const uint64_t above = (m_hi >> 1) >> back;
         d[0] += static_cast<int64_t>(v0 & 0xffffffff);
         d[1] += static_cast<int64_t>(v0 >> 32);
         d[2] += static_cast<int64_t>(v1 & 0xffffffff);
