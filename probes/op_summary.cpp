@@ -128,16 +128,53 @@ Status write_ops_summary(const std::string& path, const std::vector<OpSummary>& 
   return store::write_file_atomic(path, csv);
 }
 
+namespace {
+
+std::string g(double v) { return std::isnan(v) ? std::string("—") : fmt::format("{:.3g}", v); }
+
+std::string percent(double fraction) {
+  return std::isnan(fraction) ? std::string("—") : fmt::format("{:.0f}%", 100 * fraction);
+}
+
+}  // namespace
+
 std::string ops_markdown(const std::vector<OpSummary>& summaries) {
-  auto g = [](double v) { return std::isnan(v) ? std::string("—") : fmt::format("{:.3g}", v); };
   std::string md =
       "| op | phase | dtype | samples | median \\|ULP\\| | max \\|ULP\\| | beyond bound | max error/bound | "
       "non-finite |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : summaries)
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n", s.op, s.phase, s.dtype, s.samples,
-                      g(s.median_abs_ulp), g(s.max_abs_ulp), s.beyond,
-                      std::isnan(s.fraction_beyond) ? "—" : fmt::format("{:.0f}%", 100 * s.fraction_beyond),
+                      g(s.median_abs_ulp), g(s.max_abs_ulp), s.beyond, percent(s.fraction_beyond),
                       g(s.max_bound_ratio), s.nonfinite);
+  return md;
+}
+
+std::string ops_comparison_markdown(const std::vector<std::string>& labels,
+                                    const std::vector<std::vector<OpSummary>>& runs) {
+  SADDLESCOPE_CHECK(labels.size() == runs.size());
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::vector<Key> order;
+  std::map<Key, std::vector<const OpSummary*>> cells;
+  for (size_t r = 0; r < runs.size(); ++r)
+    for (const auto& s : runs[r]) {
+      Key key{s.op, s.phase, s.dtype};
+      auto [it, fresh] = cells.try_emplace(key, std::vector<const OpSummary*>(runs.size(), nullptr));
+      if (fresh) order.push_back(key);
+      it->second[r] = &s;
+    }
+  std::string md = "| op | phase | dtype |", rule = "|---|---|---|";
+  for (const auto& l : labels) {
+    md += " " + l + " |";
+    rule += "---|";
+  }
+  md += "\n" + rule + "\n";
+  for (const auto& key : order) {
+    md += fmt::format("| {} | {} | {} |", std::get<0>(key), std::get<1>(key), std::get<2>(key));
+    for (const OpSummary* s : cells[key])
+      md += s ? fmt::format(" {} / {} ({}) |", g(s->median_abs_ulp), g(s->max_abs_ulp), percent(s->fraction_beyond))
+              : std::string(" — |");
+    md += "\n";
+  }
   return md;
 }
 

@@ -63,4 +63,10 @@ Status write_ops_summary(const std::string& path, const std::vector<OpSummary>& 
 // (count and fraction), the largest error/bound ratio, non-finite rows.
 std::string ops_markdown(const std::vector<OpSummary>& summaries);
 
+// Several runs side by side, one column per run (labels[i] heads runs[i]): per (op, phase, dtype), in
+// the order they first appear, "median / max |ULP error| (percentage beyond the bound)", "—" where a
+// run has no such rows. REQUIRES: labels.size() == runs.size().
+std::string ops_comparison_markdown(const std::vector<std::string>& labels,
+                                    const std::vector<std::vector<OpSummary>>& runs);
+
 }  // namespace saddlescope::probes
