@@ -6,24 +6,26 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "saddlescope/base/text.h"
 #include "saddlescope/probes/op_summary.h"
 
 namespace saddlescope::app {
 
 Command add_ops(CLI::App& app) {
   struct Args {
-    std::vector<std::string> dirs, labels;
+    std::vector<std::string> dirs;
+    std::string labels;
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("ops", "Summarise runs' op taps (ops.csv) per op and phase");
   sub->add_option("run_dir", args->dirs, "Run directories trained with --probe ops[:...]")->required();
-  sub->add_option("--labels", args->labels, "Column headings for several runs (default: the run directories)")
-      ->delimiter(',');
+  sub->add_option("--labels", args->labels, "Column headings for several runs, joined by ',' (default: the run directories)");
   sub->footer("One run: median and max |ULP error|, and how many samples lie beyond the a-priori rounding bound.\n"
               "Several: one column per run, each cell 'median / max |ULP error| (share beyond the bound)'.");
   auto run = [args]() -> int {
-    if (!args->labels.empty() && args->labels.size() != args->dirs.size())
-      return fail(fmt::format("--labels: {} labels for {} run directories", args->labels.size(), args->dirs.size()));
+    std::vector<std::string> labels = args->labels.empty() ? args->dirs : split(args->labels, ',');
+    if (labels.size() != args->dirs.size())
+      return fail(fmt::format("--labels: {} labels for {} run directories", labels.size(), args->dirs.size()));
     std::vector<std::vector<probes::OpSummary>> runs;
     for (const auto& dir : args->dirs) {
       auto rows = probes::read_ops_csv(dir + "/ops.csv");
@@ -33,7 +35,7 @@ Command add_ops(CLI::App& app) {
     if (runs.size() == 1) {
       fmt::print("{}", probes::ops_markdown(runs[0]));
     } else {
-      fmt::print("{}", probes::ops_comparison_markdown(args->labels.empty() ? args->dirs : args->labels, runs));
+      fmt::print("{}", probes::ops_comparison_markdown(labels, runs));
     }
     return 0;
   };

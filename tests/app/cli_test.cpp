@@ -186,6 +186,11 @@ TEST(Cli, OpTapsAndTheirSummary) {
   EXPECT_EQ(summary.text.find("| op | phase | dtype | samples |"), 0u) << summary.text;
   EXPECT_NE(summary.text.find("| encoder.fc1 | wgrad | float32 | 6 |"), std::string::npos) << summary.text;
   expect_error("ops " + dir.file("nowhere"), dir.file("nowhere") + "/ops.csv: cannot open for reading");
+  Output both = run("ops --labels first,second " + r + " " + r);
+  ASSERT_EQ(both.code, 0) << both.text;
+  EXPECT_EQ(both.text.find("| op | phase | dtype | first | second |\n|---|---|---|---|---|\n"), 0u) << both.text;
+  EXPECT_NE(both.text.find("| loss | fwd | float32 | "), std::string::npos) << both.text;
+  expect_error("ops --labels one " + r + " " + r, "--labels: 1 labels for 2 run directories");
 }
 
 TEST(Cli, RepeatabilityAndDiverge) {
