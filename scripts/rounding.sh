@@ -23,12 +23,15 @@ ae="--model autoencoder --data mnist --seed 7 --batch-size 64 --lr 1e-3 --steps 
 pn="--model prednet --data moving-mnist --seed 3 --batch-size 4 --steps 20 --eval-sequences 8 --snapshot-every 0
     --prednet-loss pixel_mse --probe ops:every=2,k=8"
 
+# TF32 off means both switches off: LibTorch's default has TF32 on for cuDNN convolutions.
+tf32_off="--tf32-matmul false --tf32-cudnn false"
+tf32_on="--tf32-matmul true --tf32-cudnn true"
 configs=("cpu|--device cpu --threads $cores")
 if [ "$which" != cpu ]; then
-  configs+=("cuda|--device cuda --threads 1"
-            "cuda-nocudnn|--device cuda --threads 1 --cudnn false"
-            "cuda-tf32|--device cuda --threads 1 --tf32-matmul true --tf32-cudnn true"
-            "cuda-nocudnn-tf32|--device cuda --threads 1 --cudnn false --tf32-matmul true --tf32-cudnn true")
+  configs+=("cuda|--device cuda --threads 1 $tf32_off"
+            "cuda-nocudnn|--device cuda --threads 1 --cudnn false $tf32_off"
+            "cuda-tf32|--device cuda --threads 1 $tf32_on"
+            "cuda-nocudnn-tf32|--device cuda --threads 1 --cudnn false $tf32_on")
 fi
 
 mkdir -p "$out"
