@@ -35,6 +35,14 @@ std::string only_run(const std::string& study) {
   return runs.empty() ? "" : runs[0];
 }
 
+// 64 examples of 12 uint8 pixels in <dir>/x.npy, for runs of a second; returns the path.
+std::string small_pixels(const testing::TempDir& dir) {
+  std::vector<uint8_t> x(64 * 12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
+  EXPECT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
+  return dir.file("x.npy");
+}
+
 TEST(Cli, TrainFlagErrors) {
   testing::TempDir dir;
   std::string out = " --out " + dir.file("s");
@@ -141,10 +149,7 @@ TEST(Cli, SameRunTwiceNeedsForce) {
 
 TEST(Cli, ProbesFromFlagsAndFile) {
   testing::TempDir dir;
-  std::vector<uint8_t> x(64 * 12);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
-  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
-  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
   expect_error("train --probe curvature:every=0 " + common,
                "--probe: 'curvature:every=0': every must be >= 1 (or give steps with at=), got 0");
   Output o = run("train --probe curvature:every=10,batch=32 --probe symmetry:every=10 " + common);
@@ -166,10 +171,7 @@ TEST(Cli, ProbesFromFlagsAndFile) {
 
 TEST(Cli, OpTapsAndTheirSummary) {
   testing::TempDir dir;
-  std::vector<uint8_t> x(64 * 12);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
-  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
-  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
   // The spec is named as resolved (every option written out), as the run's config records it.
   expect_error("train --probe ops:k=20 " + common,
                "probe 'ops:every=100,k=20,seed=0,wgrad=true': k = 20 exceeds the 16 output elements of encoder.fc2 "
@@ -195,10 +197,7 @@ TEST(Cli, OpTapsAndTheirSummary) {
 
 TEST(Cli, RepeatabilityAndDiverge) {
   testing::TempDir dir;
-  std::vector<uint8_t> x(64 * 12);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
-  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
-  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "
                        "--snapshot-every 10 --out " + dir.path();
   Output rep = run("repeatability --repeats 2 " + common);
   ASSERT_EQ(rep.code, 0) << rep.text;
