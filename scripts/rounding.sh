@@ -6,7 +6,8 @@
 # Writes OUT_DIR/<model>/<config>/runs/<id>/ (ops.csv, ops_summary.csv), OUT_DIR/fingerprint.json and
 # OUT_DIR/rounding.md (also printed): per model, one column per config, each cell
 # "median / max |ULP error| (share of samples beyond the a-priori bound)". Needs MNIST in the data cache.
-# About 2 minutes on the H200 host (16 cores, estimated); `cpu` alone took 49 s on the 2-core dev VM.
+# About 2 minutes on the H200 host (16 cores; estimated, not yet run there). `cpu` alone on the shared
+# 2-core dev VM: 49 s when it was quiet, 8 min under load (two threads spin against other processes).
 set -euo pipefail
 out=${1:?usage: rounding.sh OUT_DIR [cpu|both]}
 which=${2:-both}
