@@ -10,7 +10,7 @@
 namespace saddlescope::probes {
 namespace {
 
-enum class Type { kInt, kDouble, kBool, kSteps };
+enum class Type { kInt, kDouble, kBool, kSteps, kNames };
 
 struct Option {
   const char* key;
@@ -32,6 +32,9 @@ const std::vector<Probe>& probes() {
         {"float64", Type::kBool, "false", 0}, {"trace", Type::kInt, "0", 0}, {"slq", Type::kInt, "0", 0},
         {"slq_steps", Type::kInt, "40", 2}, {"vectors", Type::kBool, "false", 0}, {"seed", Type::kInt, "0", 0}}},
       {"symmetry", {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}}},
+      {"ops",
+       {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},
+        {"only", Type::kNames, "", 0}, {"wgrad", Type::kBool, "true", 0}, {"seed", Type::kInt, "0", 0}}},
   };
   return p;
 }
@@ -61,6 +64,11 @@ std::string check(const Option& o, const std::string& value) {
         int64_t v;
         if (!parse_int(part, &v) || v < 0) return key + " must be steps >= 0 joined by '+', got '" + value + "'";
       }
+      return "";
+    case Type::kNames:
+      if (value.empty()) return "";  // no filter: every op
+      for (const auto& part : split(value, '+'))
+        if (part.empty()) return key + " must be names joined by '+', got '" + value + "'";
       return "";
   }
   return "";

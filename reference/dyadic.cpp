@@ -11,43 +11,79 @@
 namespace saddlescope::reference {
 namespace {
 
-int bit_length(const std::vector<uint32_t>& m) {
-  return 32 * static_cast<int>(m.size() - 1) + (32 - __builtin_clz(m.back()));
-}
+// A magnitude as little-endian base-2^32 digits; the top digit is non-zero.
+struct Digits {
+  const uint32_t* d;
+  size_t size;
+};
+
+int bit_length(Digits m) { return 32 * static_cast<int>(m.size - 1) + (32 - __builtin_clz(m.d[m.size - 1])); }
+int bit_length(const std::vector<uint32_t>& m) { return bit_length(Digits{m.data(), m.size()}); }
 
 // Bits [from, from + count) of m as an integer; bits past the top read as 0. REQUIRES: count <= 64.
-uint64_t bits(const std::vector<uint32_t>& m, int from, int count) {
+uint64_t bits(Digits m, int from, int count) {
   if (count <= 0) return 0;
   unsigned __int128 window = 0;
   const int k = from >> 5;
   for (int j = 2; j >= 0; --j) {
     const size_t i = static_cast<size_t>(k + j);
-    window = (window << 32) | (i < m.size() ? m[i] : 0u);
+    window = (window << 32) | (i < m.size ? m.d[i] : 0u);
   }
   window >>= (from & 31);
   return count == 64 ? static_cast<uint64_t>(window)
                      : static_cast<uint64_t>(window) & ((uint64_t{1} << count) - 1);
 }
+uint64_t bits(const std::vector<uint32_t>& m, int from, int count) { return bits(Digits{m.data(), m.size()}, from, count); }
 
-// Rounds x to `p` significant bits with subnormals below 2^emin, nearest-even, unbounded above (the
-// caller's ldexp/float conversion overflows to inf where IEEE 754 would). The result is q · 2^k exactly.
-double round_to(const Dyadic& x, int p, int emin) {
-  if (x.is_zero()) return 0.0;
-  const int length = bit_length(x.magnitude);
-  const int top = x.exponent + length - 1;
+// Whether any of bits [0, count) of m is set.
+bool any_below(Digits m, int count) {
+  const size_t whole = static_cast<size_t>(count >> 5);
+  for (size_t i = 0; i < whole && i < m.size; ++i)
+    if (m.d[i] != 0) return true;
+  return (count & 31) != 0 && whole < m.size && (m.d[whole] & ((uint32_t{1} << (count & 31)) - 1)) != 0;
+}
+
+// q · 2^e, exactly when representable (q < 2^64 an integer of at most 53 significant bits), ±inf past
+// the range: ldexp's result, without its library call when 2^e is a normal binary64.
+double scale(uint64_t q, int e) {
+  const double v = static_cast<double>(q);
+  if (e < -1022 || e > 1023) return std::ldexp(v, e);
+  const uint64_t pow2_bits = static_cast<uint64_t>(e + 1023) << 52;
+  double pow2;
+  std::memcpy(&pow2, &pow2_bits, sizeof pow2);
+  return v * pow2;  // exact, or overflow to inf, as ldexp
+}
+
+// Rounds ±m · 2^exponent to `p` significant bits with subnormals below 2^emin, nearest-even, unbounded
+// above (the caller's ldexp/float conversion overflows to inf where IEEE 754 would). The result is
+// q · 2^k exactly. m need not be canonical (low zero bits are allowed).
+double round_to(bool negative, Digits m, int exponent, int p, int emin) {
+  while (m.size > 0 && m.d[m.size - 1] == 0) --m.size;
+  if (m.size == 0) return 0.0;
+  const int length = bit_length(m);
+  const int top = exponent + length - 1;
   const int keep = top >= emin ? p : p - (emin - top);  // significant bits kept; <= 0 deep underflow
   const int cut = length - keep;                        // bits of the magnitude below `cut` are dropped
   double r;
   if (cut <= 0) {
-    r = std::ldexp(static_cast<double>(bits(x.magnitude, 0, length)), x.exponent);
+    r = scale(bits(m, 0, length), exponent);
+  } else if (keep < 0) {
+    r = 0;  // below half the smallest step: rounds to zero
   } else {
-    uint64_t q = keep > 0 ? bits(x.magnitude, cut, keep) : 0;
-    const bool half = cut - 1 < length && bits(x.magnitude, cut - 1, 1) != 0;
-    const bool sticky = cut > 1;  // the magnitude is odd, so some bit below the rounding bit is set
-    if (half && (sticky || (q & 1))) ++q;
-    r = std::ldexp(static_cast<double>(q), x.exponent + cut);
+    // The top 64 bits (the leading 1 first), and whether any bit below them is set.
+    const uint64_t head = length >= 64 ? bits(m, length - 64, 64) : bits(m, 0, length) << (64 - length);
+    const bool below = length > 64 && any_below(m, length - 64);
+    uint64_t q = keep > 0 ? head >> (64 - keep) : 0;                    // keep <= 53 < 64
+    const uint64_t rest = keep > 0 ? head << keep : head;               // the dropped bits of head, at the top
+    const bool half = (rest >> 63) != 0, sticky = (rest << 1) != 0 || below;
+    if (half && ((q & 1) || sticky)) ++q;
+    r = scale(q, exponent + cut);
   }
-  return x.negative ? -r : r;
+  return negative ? -r : r;
+}
+
+double round_to(const Dyadic& x, int p, int emin) {
+  return round_to(x.negative, Digits{x.magnitude.data(), x.magnitude.size()}, x.exponent, p, emin);
 }
 
 }  // namespace
@@ -89,6 +125,10 @@ int top_exponent(const Dyadic& x) {
 }
 
 double round_to_double(const Dyadic& x) { return round_to(x, 53, -1022); }
+
+double round_to_double(bool negative, const uint32_t* digits, size_t count, int exponent) {
+  return round_to(negative, Digits{digits, count}, exponent, 53, -1022);
+}
 
 // Rounded once, to 24 bits with binary32's subnormal range; the conversion to float is then exact (or
 // overflows to inf exactly when round-to-nearest in binary32 would).

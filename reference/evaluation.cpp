@@ -51,13 +51,12 @@ Evaluation reduce(Op op, const T* a, int64_t sa, const T* b, int64_t sb, int64_t
   e.op = op;
   e.input_format = format_of<T>();
   e.n = e.rounding_steps = n;
-  // Finiteness first, in its own (vectorisable) pass: the accumulation then needs no test per term.
-  if (all_finite(a, sa, n) && (b == nullptr || all_finite(b, sb, n))) {
-    SplitAccumulator terms;
-    terms.add_all(a, sa, b, sb, n);
-    e.exact = terms.sum();
+  SplitAccumulator terms;
+  if (terms.add_all(a, sa, b, sb, n)) {  // false on a NaN/Inf input: the IEEE outcome instead
+    SplitAccumulator::Totals totals = terms.totals();
+    e.exact = std::move(totals.sum);
     set_rounded(e);
-    e.abs_sum = round_to_double(terms.magnitude_sum());
+    e.abs_sum = totals.abs_sum;
   } else {
     set_nonfinite(e, nonfinite_kind<T>(a, sa, b, sb, n, &e.first_nonfinite));
   }

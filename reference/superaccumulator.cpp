@@ -80,12 +80,6 @@ void Superaccumulator::add(const Superaccumulator& other, bool negate) {
   pending_ = 2;  // two normalized operands: within the headroom of one more normalize
 }
 
-Dyadic SplitAccumulator::sum() const { return Superaccumulator::combine(part_[0], &part_[1], true); }
-
-Dyadic SplitAccumulator::magnitude_sum() const {
-  return Superaccumulator::combine(part_[0], &part_[1], false);
-}
-
 void Superaccumulator::normalize() {
   pending_ = 0;
   if (hi_ < lo_) return;
@@ -128,6 +122,58 @@ Dyadic Superaccumulator::combine(const Superaccumulator& a, const Superaccumulat
   std::vector<uint32_t> digits(static_cast<size_t>(len));
   for (int i = 0; i < len; ++i) digits[static_cast<size_t>(i)] = static_cast<uint32_t>(t[i]);
   return make_dyadic(negative, std::move(digits), kMinExponent + 32 * lo);
+}
+
+SplitAccumulator::Totals SplitAccumulator::totals() const {
+  const Superaccumulator &pos = part_[0], &neg = part_[1];
+  const int lo = std::min(pos.lo_, neg.lo_), hi = std::max(pos.hi_, neg.hi_);
+  if (hi < lo) return {Dyadic{}, 0.0};
+  // One pass for both: pos - neg and pos + neg (digits below 2^61 in magnitude: no overflow).
+  int64_t sum[Superaccumulator::kDigits + 4], magnitude[Superaccumulator::kDigits + 4];
+  if (pos.lo_ == neg.lo_ && pos.hi_ == neg.hi_) {  // as add_all leaves them: a plain (vectorised) loop
+    const int64_t *p = &pos.digit_[lo], *n = &neg.digit_[lo];
+    for (int i = 0; i <= hi - lo; ++i) {
+      sum[i] = p[i] - n[i];
+      magnitude[i] = p[i] + n[i];
+    }
+  } else {
+    for (int i = lo; i <= hi; ++i) {
+      const int64_t p = i >= pos.lo_ && i <= pos.hi_ ? pos.digit_[i] : 0;
+      const int64_t n = i >= neg.lo_ && i <= neg.hi_ ? neg.digit_[i] : 0;
+      sum[i - lo] = p - n;
+      magnitude[i - lo] = p + n;
+    }
+  }
+  const int exponent = Superaccumulator::kMinExponent + 32 * lo;
+  int len = hi - lo + 1;
+  resolve(magnitude, &len);  // both parts are non-negative
+  uint32_t digits[Superaccumulator::kDigits + 4];
+  for (int i = 0; i < len; ++i) digits[i] = static_cast<uint32_t>(magnitude[i]);
+  Totals t;
+  t.abs_sum = round_to_double(false, digits, static_cast<size_t>(len), exponent);
+  len = hi - lo + 1;
+  const bool negative = resolve(sum, &len) < 0;
+  if (negative) {  // |value| = 2^(32 len) - sum t_i 2^(32 i): negate and resolve the borrows again
+    for (int i = 0; i < len; ++i) sum[i] = -sum[i];
+    sum[len++] = 1;
+    resolve(sum, &len);
+  }
+  // Canonical straight from the digits (no zero low digits, an odd magnitude): one pass, one allocation.
+  int low = 0, high = len;
+  while (low < high && sum[low] == 0) ++low;
+  if (low == high) return t;
+  while (sum[high - 1] == 0) --high;
+  const int shift = __builtin_ctzll(static_cast<uint64_t>(sum[low]));
+  const int count = high - low - ((static_cast<uint64_t>(sum[high - 1]) >> shift) == 0 ? 1 : 0);
+  t.sum.negative = negative;
+  t.sum.exponent = exponent + 32 * low + shift;
+  t.sum.magnitude.resize(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const uint64_t cur = static_cast<uint64_t>(sum[low + i]);
+    const uint64_t next = low + i + 1 < high ? static_cast<uint64_t>(sum[low + i + 1]) : 0;
+    t.sum.magnitude[static_cast<size_t>(i)] = static_cast<uint32_t>((cur >> shift) | (next << (32 - shift)));
+  }
+  return t;
 }
 
 Dyadic Superaccumulator::value() const { return combine(*this, nullptr, false); }

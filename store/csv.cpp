@@ -65,16 +65,23 @@ Status CsvWriter::flush() {
   return Status::Ok();
 }
 
-int CsvTable::column(const std::string& name) const {
+namespace {
+
+int index_of(const std::vector<std::string>& columns, const std::string& name) {
   for (size_t i = 0; i < columns.size(); ++i)
     if (columns[i] == name) return static_cast<int>(i);
   return -1;
 }
 
-Result<CsvTable> read_csv(const std::string& path) {
+}  // namespace
+
+int CsvTable::column(const std::string& name) const { return index_of(columns, name); }
+int CsvText::column(const std::string& name) const { return index_of(columns, name); }
+
+Result<CsvText> read_csv_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::Error(path + ": cannot open for reading");
-  CsvTable t;
+  CsvText t;
   std::string line;
   if (!std::getline(in, line) || line.empty()) return Status::Error(path + ": empty file, expected a CSV header");
   t.columns = split(line, ',');
@@ -82,12 +89,23 @@ Result<CsvTable> read_csv(const std::string& path) {
     std::vector<std::string> f = split(line, ',');
     if (f.size() != t.columns.size())
       return Status::Error(fmt::format("{}:{}: {} fields, expected {}", path, n, f.size(), t.columns.size()));
+    t.rows.push_back(std::move(f));
+  }
+  return t;
+}
+
+Result<CsvTable> read_csv(const std::string& path) {
+  auto text = read_csv_text(path);
+  if (!text) return text.status();
+  CsvTable t;
+  t.columns = std::move(text->columns);
+  for (size_t r = 0; r < text->rows.size(); ++r) {
     std::vector<double> row;
-    for (const auto& field : f) {
+    for (const auto& field : text->rows[r]) {
       char* end = nullptr;
       double v = std::strtod(field.c_str(), &end);
       if (field.empty() || *end != '\0')
-        return Status::Error(fmt::format("{}:{}: '{}' is not a number", path, n, field));
+        return Status::Error(fmt::format("{}:{}: '{}' is not a number", path, r + 2, field));
       row.push_back(v);
     }
     t.rows.push_back(std::move(row));

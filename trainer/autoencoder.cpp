@@ -30,14 +30,23 @@ AutoencoderImpl::AutoencoderImpl(int64_t features, const std::vector<int64_t>& h
   register_module("decoder", dec);
   encoder_ = enc->layers;
   decoder_ = dec->layers;
+  for (size_t i = 0; i < encoder_.size() + decoder_.size(); ++i)
+    names_.push_back(i < encoder_.size() ? "encoder.fc" + std::to_string(i + 1)
+                                         : "decoder.fc" + std::to_string(i - encoder_.size() + 1));
 }
 
 torch::Tensor AutoencoderImpl::forward(torch::Tensor x) {
-  for (auto& layer : encoder_) x = torch::relu(layer->forward(x));
-  size_t n = decoder_.size();
+  const bool tap = taps_ && taps_->armed();
+  const size_t n = encoder_.size() + decoder_.size();
   for (size_t i = 0; i < n; ++i) {
-    x = decoder_[i]->forward(x);
-    x = i + 1 < n ? torch::relu(x) : torch::sigmoid(x);
+    torch::nn::Linear& layer = i < encoder_.size() ? encoder_[i] : decoder_[i - encoder_.size()];
+    torch::Tensor y = layer->forward(x);
+    torch::Tensor a = i + 1 < n ? torch::relu(y) : torch::sigmoid(y);
+    if (tap) {
+      taps_->linear(names_[i], x, layer->weight, layer->bias, y);
+      taps_->elementwise(names_[i] + (i + 1 < n ? ".relu" : ".sigmoid"), y, a);
+    }
+    x = a;
   }
   return x;
 }
@@ -70,13 +79,23 @@ void AutoencoderImpl::duplicate_hidden_units() {
   }
 }
 
+std::vector<probes::TapOp> AutoencoderImpl::tap_ops(int64_t batch) const {
+  std::vector<torch::nn::Linear> layers = this->layers();
+  std::vector<probes::TapOp> ops;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const int64_t out = layers[i]->weight.size(0), in = layers[i]->weight.size(1);
+    ops.push_back({names_[i], "linear", batch * out, out * in, 1});
+    const bool last = i + 1 == layers.size();
+    ops.push_back({names_[i] + (last ? ".sigmoid" : ".relu"), last ? "sigmoid" : "relu", batch * out, 0, 1});
+  }
+  return ops;
+}
+
 std::vector<probes::LayerUnits> AutoencoderImpl::unit_layers() const {
   std::vector<torch::nn::Linear> layers = this->layers();
   std::vector<probes::LayerUnits> units;
   for (size_t i = 0; i < layers.size(); ++i) {
-    std::string name = (i < encoder_.size() ? "encoder.fc" + std::to_string(i + 1)
-                                            : "decoder.fc" + std::to_string(i - encoder_.size() + 1));
-    units.push_back({name, layers[i]->weight.detach(), layers[i]->bias.detach(),
+    units.push_back({names_[i], layers[i]->weight.detach(), layers[i]->bias.detach(),
                      i + 1 < layers.size() ? layers[i + 1]->weight.detach() : at::Tensor()});
   }
   return units;

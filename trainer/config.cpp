@@ -241,7 +241,8 @@ const std::vector<Key>& keys() {
        FIELD(perturbation.seed)},
       {"probe", Kind::kStringList,
        "probes, repeatable: curvature[:every=2500,k=1,tol=0.001,iters=100,batch=256 (prednet: 8),float64=false,trace=0,"
-       "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S] or symmetry[:every=100,at=S+S]",
+       "slq=0,slq_steps=40,vectors=false,seed=0,at=S+S], symmetry[:every=100,at=S+S] or "
+       "ops[:every=100,k=8,only=NAME+NAME,wgrad=true,seed=0,at=S+S]",
        [](RunConfig& c, const Value& v) -> std::string {
          // Checked now, resolved by resolve() once the model (and so its probe defaults) is known.
          c.probes.clear();
@@ -528,6 +529,8 @@ std::string RunConfig::identity() const {
   if (data != "teacher")
     for (const char* k : {"teacher_sigmas", "teacher_inputs", "teacher_outputs", "teacher_examples", "teacher_noise"}) j.erase(k);
   if (init_scale == 1) j.erase("init_scale");
+  if (lr_drop_at == 0) j.erase("lr_drop_at");
+  if (execution.cuda_graph) j.erase("cuda_graph");
   return j.dump();  // nlohmann orders object keys: canonical
 }
 

@@ -35,7 +35,12 @@ class AutoencoderModel : public Model {
       : Model(init_scale), features_(features), hidden_(std::move(hidden)), net_(features_, hidden_) {}
 
   torch::nn::Module& module() override { return *net_; }
-  torch::Tensor loss(const torch::Tensor& x) override { return torch::mse_loss(net_->forward(x), x); }
+  torch::Tensor loss(const torch::Tensor& x) override {
+    torch::Tensor out = net_->forward(x);
+    torch::Tensor loss = torch::mse_loss(out, x);
+    if (taps_ && taps_->armed()) taps_->mse_loss("loss", out, x, loss);
+    return loss;
+  }
 
   Scores evaluate(const torch::Tensor& x, const torch::Tensor& mean) override {
     torch::NoGradGuard no_grad;
@@ -62,11 +67,21 @@ class AutoencoderModel : public Model {
     net_->duplicate_hidden_units();
     return Status::Ok();
   }
+  std::vector<probes::TapOp> tap_ops(int64_t batch) const override {
+    std::vector<probes::TapOp> ops = net_->tap_ops(batch);
+    ops.push_back({"loss", "mse_loss", 1, 0, 1});
+    return ops;
+  }
+  void set_op_taps(std::shared_ptr<probes::OpTaps> taps) override {
+    net_->set_op_taps(taps);
+    taps_ = std::move(taps);
+  }
 
  private:
   int64_t features_;
   std::vector<int64_t> hidden_;
   Autoencoder net_;
+  std::shared_ptr<probes::OpTaps> taps_;
 };
 
 class PredNetModel : public Model {
@@ -75,7 +90,13 @@ class PredNetModel : public Model {
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& x) override {
-    return prednet_loss(net_->forward(x), x, net_->options().loss);
+    PredNetOutput out = net_->forward(x);
+    torch::Tensor loss = prednet_loss(out, x, net_->options().loss);
+    if (taps_ && taps_->armed() && net_->options().loss == "pixel_mse") {
+      const int64_t later = x.size(1) - 1;  // the frames the loss scores
+      taps_->mse_loss("loss", out.prediction.narrow(1, 1, later), x.narrow(1, 1, later), loss);
+    }
+    return loss;
   }
 
   Scores evaluate(const torch::Tensor& x, const torch::Tensor&) override {
@@ -100,12 +121,24 @@ class PredNetModel : public Model {
   std::shared_ptr<Model> float64_copy(torch::Device device) const override {
     return as_float64(std::make_shared<PredNetModel>(net_->options()), device);
   }
+  // The L0 and Lall losses are weighted means of error units, not an op of reference/: only pixel_mse is
+  // tapped as "loss".
+  std::vector<probes::TapOp> tap_ops(int64_t batch) const override {
+    std::vector<probes::TapOp> ops = net_->tap_ops(batch, net_->options().nt);
+    if (net_->options().loss == "pixel_mse") ops.push_back({"loss", "mse_loss", 1, 0, 1});
+    return ops;
+  }
+  void set_op_taps(std::shared_ptr<probes::OpTaps> taps) override {
+    net_->set_op_taps(taps);
+    taps_ = std::move(taps);
+  }
 
  protected:
   void reset_parameters(at::Generator& gen) override { net_->reset_parameters(gen); }
 
  private:
   PredNet net_;
+  std::shared_ptr<probes::OpTaps> taps_;
 };
 
 // y = W2·W1·x on rows [x, y]: the first `inputs` columns are x, the rest the target.

@@ -15,7 +15,7 @@ std::string list(const std::vector<int64_t>& v) {
   return s + ")";
 }
 
-torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t k) {
+torch::nn::Conv2d make_conv(int64_t in, int64_t out, int64_t k) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).padding(k / 2));
 }
 
@@ -67,15 +67,15 @@ PredNetImpl::PredNetImpl(const PredNetOptions& options) : options_(options) {
     auto module = std::make_shared<torch::nn::Module>();
     auto lstm = std::make_shared<torch::nn::Module>();
     Layer layer;
-    if (l > 0) layer.conv_a = module->register_module("conv_a", conv(2 * a[l - 1], a[l], k));
+    if (l > 0) layer.conv_a = module->register_module("conv_a", make_conv(2 * a[l - 1], a[l], k));
     // The gates see [E_l (2 a_l); R_l (r_l); upsample(R_{l+1}) (r_{l+1}, below the top)].
     const int64_t in = 2 * a[l] + r[l] + (l + 1 < n ? r[l + 1] : 0);
-    layer.i = lstm->register_module("i", conv(in, r[l], k));
-    layer.f = lstm->register_module("f", conv(in, r[l], k));
-    layer.o = lstm->register_module("o", conv(in, r[l], k));
-    layer.c = lstm->register_module("c", conv(in, r[l], k));
+    layer.i = lstm->register_module("i", make_conv(in, r[l], k));
+    layer.f = lstm->register_module("f", make_conv(in, r[l], k));
+    layer.o = lstm->register_module("o", make_conv(in, r[l], k));
+    layer.c = lstm->register_module("c", make_conv(in, r[l], k));
     module->register_module("lstm", lstm);
-    layer.conv_ahat = module->register_module("conv_ahat", conv(r[l], a[l], k));
+    layer.conv_ahat = module->register_module("conv_ahat", make_conv(r[l], a[l], k));
     register_module("l" + std::to_string(l), module);
     layers_.push_back(layer);
   }
@@ -83,6 +83,51 @@ PredNetImpl::PredNetImpl(const PredNetOptions& options) : options_(options) {
 
 void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const {
   if (tap_) tap_("l" + std::to_string(l) + "." + what, t, v);
+}
+
+torch::Tensor PredNetImpl::conv(torch::nn::Conv2d& c, const torch::Tensor& in, int64_t l, const char* what) const {
+  return conv(c->weight, c->bias, in, l, what);
+}
+
+torch::Tensor PredNetImpl::conv(const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& in,
+                                int64_t l, const char* what) const {
+  const int64_t pad = options_.filter_size / 2;
+  torch::Tensor y = torch::conv2d(in, weight, bias, 1, pad);
+  if (op_taps_ && op_taps_->armed())
+    op_taps_->conv2d("l" + std::to_string(l) + "." + what, in, weight, bias, {1, pad, 1}, y);
+  return y;
+}
+
+torch::Tensor PredNetImpl::activate(Activation f, const torch::Tensor& in, int64_t l, const char* what) const {
+  torch::Tensor y = f == Activation::kSigmoid ? torch::sigmoid(in) : f == Activation::kTanh ? torch::tanh(in) : torch::relu(in);
+  if (op_taps_ && op_taps_->armed()) op_taps_->elementwise("l" + std::to_string(l) + "." + what, in, y);
+  return y;
+}
+
+std::vector<probes::TapOp> PredNetImpl::tap_ops(int64_t batch, int64_t frames) const {
+  const auto& a = options_.stack_sizes;
+  const auto& r = options_.r_stack_sizes;
+  const int64_t n = layers(), kk = options_.filter_size * options_.filter_size;
+  std::vector<probes::TapOp> ops;
+  auto add = [&](int64_t l, const std::string& what, const char* kernel, int64_t per_frame, int64_t weights) {
+    ops.push_back({"l" + std::to_string(l) + "." + what, kernel, frames * batch * per_frame, weights, frames});
+  };
+  for (int64_t l = 0; l < n; ++l) {
+    const int64_t pixels = (options_.height >> l) * (options_.width >> l);
+    if (l > 0) {
+      const int64_t below = (options_.height >> (l - 1)) * (options_.width >> (l - 1));  // conv_a runs before pooling
+      add(l, "conv_a", "conv2d", a[l] * below, a[l] * 2 * a[l - 1] * kk);
+      add(l, "conv_a.relu", "relu", a[l] * below, 0);
+    }
+    const int64_t in = 2 * a[l] + r[l] + (l + 1 < n ? r[l + 1] : 0);
+    add(l, "lstm", "conv2d", 4 * r[l] * pixels, 4 * r[l] * in * kk);  // gates i, f, o, c stacked
+    add(l, "lstm.ifo.sigmoid", "sigmoid", 3 * r[l] * pixels, 0);
+    add(l, "lstm.c.tanh", "tanh", r[l] * pixels, 0);
+    add(l, "cell.tanh", "tanh", r[l] * pixels, 0);
+    add(l, "conv_ahat", "conv2d", a[l] * pixels, a[l] * r[l] * kk);
+    add(l, "conv_ahat.relu", "relu", a[l] * pixels, 0);
+  }
+  return ops;
 }
 
 PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
@@ -109,8 +154,9 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     Layer& L = layers_[l];
     gate_weight[l] = torch::cat({L.i->weight, L.f->weight, L.o->weight, L.c->weight});
     gate_bias[l] = torch::cat({L.i->bias, L.f->bias, L.o->bias, L.c->bias});
+    // A weight-gradient tap reads the stacked filters' .grad: kept only at tap steps.
+    if (op_taps_ && op_taps_->armed() && gate_weight[l].requires_grad()) gate_weight[l].retain_grad();
   }
-  const int64_t pad = options_.filter_size / 2;
 
   std::vector<torch::Tensor> predictions, errors;
   for (int64_t t = 0; t < frames; ++t) {
@@ -118,12 +164,15 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     for (int64_t l = n - 1; l >= 0; --l) {
       const int64_t units = r_sizes[l];
       auto z = l + 1 < n ? torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1) : torch::cat({e[l], r[l]}, 1);
-      auto gates = torch::conv2d(z, gate_weight[l], gate_bias[l], 1, pad);
-      auto ifo = torch::sigmoid(gates.narrow(1, 0, 3 * units));
+      auto gates = conv(gate_weight[l], gate_bias[l], z, l, "lstm");
+      // A tap reads the op's input through a contiguous copy (only at tap steps).
+      auto ifo_in = gates.narrow(1, 0, 3 * units), c_in = gates.narrow(1, 3 * units, units);
+      const bool armed = op_taps_ && op_taps_->armed();
+      auto ifo = activate(Activation::kSigmoid, armed ? ifo_in.contiguous() : ifo_in, l, "lstm.ifo.sigmoid");
       auto i = ifo.narrow(1, 0, units), f = ifo.narrow(1, units, units), o = ifo.narrow(1, 2 * units, units);
-      auto g = torch::tanh(gates.narrow(1, 3 * units, units));
+      auto g = activate(Activation::kTanh, armed ? c_in.contiguous() : c_in, l, "lstm.c.tanh");
       cell[l] = f * cell[l] + i * g;
-      r[l] = o * torch::tanh(cell[l]);
+      r[l] = o * activate(Activation::kTanh, cell[l], l, "cell.tanh");
       if (tap_) {
         tap("lstm.i", l, t, i);
         tap("lstm.f", l, t, f);
@@ -137,14 +186,14 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     std::vector<torch::Tensor> frame_errors(n);
     for (int64_t l = 0; l < n; ++l) {
       Layer& L = layers_[l];
-      auto ahat = torch::relu(L.conv_ahat->forward(r[l]));
+      auto ahat = activate(Activation::kRelu, conv(L.conv_ahat, r[l], l, "conv_ahat"), l, "conv_ahat.relu");
       torch::Tensor a;
       if (l == 0) {
         ahat = torch::clamp_max(ahat, options_.pixel_max);
         a = x.select(1, t);
         predictions.push_back(ahat);
       } else {
-        a = torch::max_pool2d(torch::relu(L.conv_a->forward(e[l - 1])), {2, 2});
+        a = torch::max_pool2d(activate(Activation::kRelu, conv(L.conv_a, e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
       }
       auto diff = a - ahat;
       e[l] = torch::relu(torch::cat({diff, -diff}, 1));  // [ReLU(A - Â); ReLU(Â - A)]

@@ -190,7 +190,7 @@ Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset
 }
 
 Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, Perturber& perturb,
-                  probes::ProbeSet& probe_set, const TrainOptions& options, TrainResult* result) {
+                  probes::ProbeSet& probe_set, probes::OpTaps& taps, const TrainOptions& options, TrainResult* result) {
   const RunConfig& cfg = run.cfg;
   torch::Device device(cfg.execution.device);
   torch::Dtype dtype = dtype_of(cfg);
@@ -223,7 +223,10 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
   Clock::time_point t0 = Clock::now();
   int64_t window_start = 0;
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    train_step.compute(perturb.batch(batches.next(cfg.batch_size)));
+    const bool tap = taps.due(step);  // op taps: armed for this step's forward and backward, run eagerly
+    if (tap) taps.arm(step);
+    train_step.compute(perturb.batch(batches.next(cfg.batch_size)), /*eager=*/tap);
+    if (tap) SADDLESCOPE_RETURN_IF_ERROR(taps.record(step));
     perturb.gradients(params);
     if (probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(probe_set.run(step, view));
     if (snapshot_due(step))
@@ -261,8 +264,10 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
     if (progress) progress->update(step + 1, last_loss);
   }
   SADDLESCOPE_RETURN_IF_ERROR(probe_set.finish());
+  SADDLESCOPE_RETURN_IF_ERROR(taps.finish());
   result->train_s = seconds_since(t0);
   run.manifest["timings"]["probe_s"] = probe_set.seconds();
+  run.manifest["timings"]["tap_s"] = taps.seconds();
   if (progress)
     progress->finish(result->steps_completed,
                      result->diverged_at_step ? fmt::format("diverged at step {}", *result->diverged_at_step)
@@ -301,6 +306,8 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   for (const auto& text : cfg.probes) specs.push_back(*probes::parse_probe_spec(text));  // checked by config
   int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes(specs, n_params));
+  std::vector<probes::TapOp> tap_ops = (*model)->tap_ops(cfg.batch_size);
+  for (const auto& s : specs) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(s, tap_ops));
   for (const auto& s : specs)
     if (s.name == "symmetry" && (*model)->unit_layers().empty())
       return Status::Error("probe 'symmetry': model " + cfg.model + " has no layers of units to compare");
@@ -312,6 +319,9 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   Run run{cfg, *dir, {}, probe_examples_needed(specs)};
   auto probe_set = probes::ProbeSet::create(specs, n_params, *dir);
   if (!probe_set) return probe_set.status();
+  auto taps = probes::OpTaps::create(specs, tap_ops, *dir);
+  if (!taps) return taps.status();
+  (*model)->set_op_taps(*taps);
   run.manifest = {{"format", store::kManifestFormat}, {"format_version", store::kManifestVersion},
                   {"run_id", run_id}, {"status", store::kRunning}, {"config", cfg.to_json()},
                   {"data", {{"source", data->source},
@@ -328,7 +338,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   result.eval_split = data->eval_split;
   Status status;
   try {
-    status = train_loop(run, *data, *model, perturb, *probe_set, options, &result);
+    status = train_loop(run, *data, *model, perturb, *probe_set, **taps, options, &result);
   } catch (const std::exception& e) {
     // Record the failure in the run before reporting it: a reader must never see "running" forever.
     status = Status::Error("training failed: " + describe_step_failure(e));

@@ -35,6 +35,14 @@ std::string only_run(const std::string& study) {
   return runs.empty() ? "" : runs[0];
 }
 
+// 64 examples of 12 uint8 pixels in <dir>/x.npy, for runs of a second; returns the path.
+std::string small_pixels(const testing::TempDir& dir) {
+  std::vector<uint8_t> x(64 * 12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
+  EXPECT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
+  return dir.file("x.npy");
+}
+
 TEST(Cli, TrainFlagErrors) {
   testing::TempDir dir;
   std::string out = " --out " + dir.file("s");
@@ -143,10 +151,7 @@ TEST(Cli, SameRunTwiceNeedsForce) {
 
 TEST(Cli, ProbesFromFlagsAndFile) {
   testing::TempDir dir;
-  std::vector<uint8_t> x(64 * 12);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
-  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
-  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
   expect_error("train --probe curvature:every=0 " + common,
                "--probe: 'curvature:every=0': every must be >= 1 (or give steps with at=), got 0");
   Output o = run("train --probe curvature:every=10,batch=32 --probe symmetry:every=10 " + common);
@@ -157,7 +162,7 @@ TEST(Cli, ProbesFromFlagsAndFile) {
 
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
   expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
-                                                       "(known: curvature, symmetry)");
+                                                       "(known: curvature, symmetry, ops)");
   expect_error("curvature " + common + " --at-step 3", "--at-step needs --init-from RUN_DIR");
   Output c = run("curvature " + common + " --init-from " + r + " --at-step 0 --spec curvature:batch=16");
   ASSERT_EQ(c.code, 0) << c.text;
@@ -182,12 +187,35 @@ TEST(Cli, LinearSaddleExample) {
   EXPECT_NE(t.text.find("mean training target baseline"), std::string::npos) << t.text;
 }
 
+TEST(Cli, OpTapsAndTheirSummary) {
+  testing::TempDir dir;
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
+  // The spec is named as resolved (every option written out), as the run's config records it.
+  expect_error("train --probe ops:k=20 " + common,
+               "probe 'ops:every=100,k=20,seed=0,wgrad=true': k = 20 exceeds the 16 output elements of encoder.fc2 "
+               "(at this batch size)");
+  expect_error("train --probe ops:only=encoder.fc7 " + common,
+               "probe 'ops:every=100,k=8,only=encoder.fc7,seed=0,wgrad=true': no op is named 'encoder.fc7' in this model (its ops: encoder.fc1, "
+               "encoder.fc1.relu, encoder.fc2, encoder.fc2.relu, decoder.fc1, decoder.fc1.relu, decoder.fc2, "
+               "decoder.fc2.sigmoid, loss)");
+  Output o = run("train --probe ops:every=10,k=3 " + common);
+  ASSERT_EQ(o.code, 0) << o.text;
+  std::string r = only_run(dir.file(""));
+  Output summary = run("ops " + r);
+  ASSERT_EQ(summary.code, 0) << summary.text;
+  EXPECT_EQ(summary.text.find("| op | phase | dtype | samples |"), 0u) << summary.text;
+  EXPECT_NE(summary.text.find("| encoder.fc1 | wgrad | float32 | 6 |"), std::string::npos) << summary.text;
+  expect_error("ops " + dir.file("nowhere"), dir.file("nowhere") + "/ops.csv: cannot open for reading");
+  Output both = run("ops --labels first,second " + r + " " + r);
+  ASSERT_EQ(both.code, 0) << both.text;
+  EXPECT_EQ(both.text.find("| op | phase | dtype | first | second |\n|---|---|---|---|---|\n"), 0u) << both.text;
+  EXPECT_NE(both.text.find("| loss | fwd | float32 | "), std::string::npos) << both.text;
+  expect_error("ops --labels one " + r + " " + r, "--labels: 1 labels for 2 run directories");
+}
+
 TEST(Cli, RepeatabilityAndDiverge) {
   testing::TempDir dir;
-  std::vector<uint8_t> x(64 * 12);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
-  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {64, 12}, x.data()).ok());
-  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "
                        "--snapshot-every 10 --out " + dir.path();
   Output rep = run("repeatability --repeats 2 " + common);
   ASSERT_EQ(rep.code, 0) << rep.text;

@@ -134,6 +134,49 @@ TEST(OracleAgreement, RoundingEdgesBelowAndAboveTheRange) {
   }
 }
 
+// Zeros (as after a ReLU: they must neither stretch nor break the fast path's live range), signed zeros,
+// subnormals next to large terms, and NaN/Inf hidden among zeros (0 · inf is NaN), in dots and sums.
+template <class T>
+void check_zeros_and_specials(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  const T tiny = std::numeric_limits<T>::denorm_min(), inf = std::numeric_limits<T>::infinity();
+  for (int rep = 0; rep < 200; ++rep) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 70);
+    std::vector<T> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t kind = rng() % 8;
+      x[i] = kind < 3 ? T(0) : kind == 3 ? -T(0) : kind == 4 ? tiny * T(1 + rng() % 7) : static_cast<T>(unit(rng));
+      y[i] = rng() % 5 == 0 ? T(0) : static_cast<T>(std::ldexp(unit(rng), static_cast<int>(rng() % 40) - 20));
+    }
+    if (rep % 10 == 9) x[rng() % n] = rep % 20 == 9 ? inf : std::numeric_limits<T>::quiet_NaN();
+    auto fast = evaluate_dot(x.data(), n, y.data(), n);
+    auto oracle = oracle_dot(x.data(), n, y.data(), n);
+    ASSERT_TRUE(fast.ok() && oracle.ok());
+    expect_identical(*fast, *oracle, "dot with zeros");
+    auto fast_sum = evaluate_sum(x.data(), n);
+    auto oracle_sum_ = oracle_sum(x.data(), n);
+    ASSERT_TRUE(fast_sum.ok() && oracle_sum_.ok());
+    expect_identical(*fast_sum, *oracle_sum_, "sum with zeros");
+  }
+  const std::vector<T> zeros(9, T(0));
+  std::vector<T> with_inf = zeros;
+  with_inf[4] = inf;
+  auto only_zeros = evaluate_dot(zeros.data(), 9, zeros.data(), 9);
+  ASSERT_TRUE(only_zeros.ok());
+  EXPECT_TRUE(only_zeros->exact.is_zero());
+  EXPECT_EQ(only_zeros->abs_sum, 0.0);
+  auto zero_times_inf = evaluate_dot(zeros.data(), 9, with_inf.data(), 9);
+  ASSERT_TRUE(zero_times_inf.ok());
+  EXPECT_EQ(zero_times_inf->kind, Kind::kNaN) << "0 · inf is NaN, even where every product looks zero";
+  EXPECT_EQ(zero_times_inf->first_nonfinite, 4);
+}
+
+TEST(OracleAgreement, ZerosSubnormalsAndNonFiniteAmongZeros) {
+  check_zeros_and_specials<float>(9);
+  check_zeros_and_specials<double>(10);
+}
+
 template <class T>
 void check_ill_conditioned(const std::vector<int64_t>& sizes, uint64_t seed) {
   std::mt19937_64 rng(seed);

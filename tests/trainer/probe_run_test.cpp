@@ -113,7 +113,7 @@ TEST(ProbeSpec, ErrorsSayWhatWasExpected) {
     ASSERT_FALSE(s.ok()) << text;
     EXPECT_EQ(s.status().message(), "probe '" + text + "': " + message);
   };
-  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry)");
+  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry, ops)");
   expect("curvature:every=0", "every must be >= 1 (or give steps with at=), got 0");
   expect("curvature:k=0", "k must be >= 1, got 0");
   expect("curvature:k=two", "k must be an integer, got 'two'");

@@ -9,6 +9,9 @@
 //              float64 copy of the model, trace (0) Hutchinson samples, slq (0) SLQ probes,
 //              slq_steps (40), vectors (false) save eigenvectors as .npy, seed (0)
 //   symmetry   every (100), at
+//   ops        every (100), at, k (8) output elements (and weight elements) sampled per op and tap step,
+//              only (all) op names joined by '+', wgrad (true) also tap weight gradients, seed (0);
+//              see op_taps.h
 #pragma once
 
 #include <cstdint>
@@ -21,7 +24,7 @@
 namespace saddlescope::probes {
 
 struct ProbeSpec {
-  std::string name;                           // curvature | symmetry
+  std::string name;                           // curvature | symmetry | ops
   std::string text;                           // the spec as written
   int64_t every = 0;                          // cadence in optimiser steps (0: only `at`)
   std::vector<int64_t> at;                    // further steps to probe at

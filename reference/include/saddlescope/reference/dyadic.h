@@ -36,6 +36,9 @@ int top_exponent(const Dyadic& x);
 // value rounds to -0) and overflow to ±inf: the result IEEE 754 arithmetic would give with one rounding.
 double round_to_double(const Dyadic& x);
 float round_to_float(const Dyadic& x);
+// The same for ±digits · 2^exponent given as `count` little-endian base-2^32 digits in any form (zero
+// digits anywhere): rounding without building a Dyadic.
+double round_to_double(bool negative, const uint32_t* digits, size_t count, int exponent);
 
 // A Dyadic that stands in for the rational x / m when rounding: it has the same floor(log2|.|), and
 // rounding it to nearest in any format of at most 64 significant bits (subnormals included), after any

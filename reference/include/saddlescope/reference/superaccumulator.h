@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "saddlescope/reference/dyadic.h"
 
@@ -163,14 +165,23 @@ class SplitAccumulator {
   }
 
   // Adds a[i·sa] · b[i·sb] for i < n, or a[i·sa] when b is null: the bulk form of add / add_product for
-  // strided rows and columns. The normalisation count is kept per chunk rather than per term, which is
-  // a good part of the cost of a short reduction. REQUIRES: finite values at those places, n >= 0.
+  // strided rows and columns, and the fast path's kernel. Returns false when some value is NaN or ±inf
+  // (the accumulator's value is then meaningless: callers take the IEEE outcome instead). REQUIRES:
+  // n >= 0.
+  //
+  // Why it is fast: one pass, no separate scan for NaN/Inf (the exponent fields are at hand); both parts
+  // share one live range kept in registers; zero terms (common after a ReLU) go to a scratch word rather
+  // than stretching the range down to 2^-2148; the normalisation count is kept per chunk.
   template <class T>
-  void add_all(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n);
+  bool add_all(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n);
 
-  // sum of the terms, and sum of their magnitudes, exactly.
-  Dyadic sum() const;
-  Dyadic magnitude_sum() const;
+  // The sum of the terms, exactly, and the sum of their magnitudes rounded to nearest binary64 (the
+  // a-priori bound's sum|a_i b_i|), from one pass over the digits.
+  struct Totals {
+    Dyadic sum;
+    double abs_sum = 0;
+  };
+  Totals totals() const;
 
  private:
   void add_narrow(const Superaccumulator::Parts& p) {
@@ -179,43 +190,124 @@ class SplitAccumulator {
   Superaccumulator part_[2];  // [0]: positive terms, [1]: magnitudes of negative terms
 };
 
+namespace internal {
+
+// The bit layout of binary32 / binary64 for the bulk loop: |x| = mantissa · 2^(exponent - kBias), where
+// exponent is the biased exponent field, raised to 1 for subnormals (and zero).
 template <class T>
-void SplitAccumulator::add_all(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
-  // One loop body, instantiated for contiguous spans (constant strides free registers) and for strided.
-  auto accumulate = [this](const T* x, int64_t sx, const T* y, int64_t sy, int64_t from, int64_t to) {
-    for (int64_t i = from; i < to; ++i) {
-      const auto px = Superaccumulator::split(x[i * sx]);
-      if (y == nullptr) {
-        part_[px.negative].put_narrow(px.mantissa, px.exponent, false);
-        continue;
+struct Layout;
+template <>
+struct Layout<double> {
+  using Bits = uint64_t;
+  static constexpr int kFraction = 52, kMaxField = 0x7ff, kBias = 1075;
+};
+template <>
+struct Layout<float> {
+  using Bits = uint32_t;
+  static constexpr int kFraction = 23, kMaxField = 0xff, kBias = 150;
+};
+
+template <class T>
+typename Layout<T>::Bits bits_of(T x) {
+  typename Layout<T>::Bits b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+}  // namespace internal
+
+template <class T>
+bool SplitAccumulator::add_all(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
+  using L = internal::Layout<T>;
+  using Bits = typename L::Bits;
+  constexpr Bits kFractionMask = (Bits{1} << L::kFraction) - 1;
+  constexpr int kSignShift = 8 * sizeof(T) - 1;
+  // A term's lowest bit sits at 2^(pos + kMinExponent), pos = the sum of its factors' exponent fields
+  // (subnormals and zero counted as 1) + the offset (a sum's terms have one factor); a term covers
+  // kWidth + 1 digits from digit pos / 32.
+  constexpr int kProductOffset = -2 * L::kBias - Superaccumulator::kMinExponent;
+  constexpr int kSumOffset = -L::kBias - Superaccumulator::kMinExponent;
+  const int width = sizeof(T) == 8 && b != nullptr ? 4 : 2;
+  // Both parts keep one live range [lo, hi], held here in registers: the range test is two compares.
+  const int from = std::min(part_[0].lo_, part_[1].lo_), to = std::max(part_[0].hi_, part_[1].hi_);
+  if (from <= to) {
+    for (Superaccumulator& p : part_) p.touch(from, to);
+  }
+  int lo = part_[0].lo_, hi = part_[0].hi_;
+  int64_t* digits[2] = {part_[0].digit_.data(), part_[1].digit_.data()};
+  int64_t scratch[5];  // where zero terms go: they would otherwise stretch the range down to 2^-2148
+  int field_max = 0;   // L::kMaxField: some value is NaN or ±inf
+  auto accumulate = [&](auto unit, auto product, int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const Bits x = internal::bits_of(a[unit ? i : i * sa]);
+      const int fx = static_cast<int>(x >> L::kFraction) & L::kMaxField;
+      const uint64_t mx = (x & kFractionMask) | (static_cast<uint64_t>(fx != 0) << L::kFraction);
+      uint64_t my = 1;
+      int pos = fx + (fx == 0) + (product ? kProductOffset : kSumOffset);
+      Bits sign = x;
+      field_max = std::max(field_max, fx);
+      if (product) {
+        const Bits y = internal::bits_of(b[unit ? i : i * sb]);
+        const int fy = static_cast<int>(y >> L::kFraction) & L::kMaxField;
+        my = (y & kFractionMask) | (static_cast<uint64_t>(fy != 0) << L::kFraction);
+        pos += fy + (fy == 0);
+        sign ^= y;
+        field_max = std::max(field_max, fy);
       }
-      const auto py = Superaccumulator::split(y[i * sy]);
-      Superaccumulator& part = part_[px.negative != py.negative];
-      if (sizeof(T) == 4) {  // 24 x 24 bits fit in 64
-        part.put_narrow(px.mantissa * py.mantissa, px.exponent + py.exponent, false);
-      } else {
-        part.put_wide(static_cast<unsigned __int128>(px.mantissa) * py.mantissa, px.exponent + py.exponent,
-                      false);
+      const int k = pos >> 5, s = pos & 31;
+      const bool zero = mx == 0 || my == 0;
+      if (!zero && (k < lo || k + width > hi)) {  // rare: the first terms, and outliers
+        for (Superaccumulator& p : part_) p.touch(k, k + width);
+        lo = part_[0].lo_;
+        hi = part_[0].hi_;
+      }
+      int64_t* d = zero ? scratch : digits[(sign >> kSignShift) & 1] + k;
+      if (sizeof(T) == 8 && product) {  // m · 2^s < 2^138: 5 digits, from two words and the bits above
+        const unsigned __int128 m = static_cast<unsigned __int128>(mx) * my;  // < 2^106
+        const uint64_t m_lo = static_cast<uint64_t>(m), m_hi = static_cast<uint64_t>(m >> 64);
+        // m · 2^s as words v0, v1 and the bits above, in 64-bit shifts (a 128-bit shift also tests for
+        // shifts of 64 or more). x >> 1 >> (63 - s) is x >> (64 - s), and 0 for s = 0.
+        const unsigned shift = static_cast<unsigned>(s), back = 63 - shift;
+        const uint64_t v0 = m_lo << shift, v1 = (m_hi << shift) | ((m_lo >> 1) >> back);
+        const uint64_t above = (m_hi >> 1) >> back;
+        d[0] += static_cast<int64_t>(v0 & 0xffffffff);
+        d[1] += static_cast<int64_t>(v0 >> 32);
+        d[2] += static_cast<int64_t>(v1 & 0xffffffff);
+        d[3] += static_cast<int64_t>(v1 >> 32);
+        d[4] += static_cast<int64_t>(above);
+      } else {  // m < 2^53 (a binary64), < 2^48 (a binary32 product); m · 2^s < 2^85: 3 digits
+        const uint64_t m = mx * my;
+        const uint64_t low = (m & 0xffffffff) << s, high = (m >> 32) << s;  // < 2^64 each
+        d[0] += static_cast<int64_t>(low & 0xffffffff);
+        d[1] += static_cast<int64_t>((low >> 32) + (high & 0xffffffff));
+        d[2] += static_cast<int64_t>(high >> 32);
       }
     }
   };
+  const bool unit = sa == 1 && (b == nullptr || sb == 1);
   for (int64_t done = 0; done < n;) {
     int64_t room = Superaccumulator::kAddsPerNormalize - std::max(part_[0].pending_, part_[1].pending_);
     if (room <= 0) {
       part_[0].normalize();
       part_[1].normalize();
+      for (Superaccumulator& p : part_) p.touch(std::min(part_[0].lo_, part_[1].lo_), std::max(part_[0].hi_, part_[1].hi_));
+      lo = part_[0].lo_;
+      hi = part_[0].hi_;
       room = Superaccumulator::kAddsPerNormalize;
     }
     const int64_t end = done + std::min(room, n - done);
-    if (sa == 1 && (b == nullptr || sb == 1)) {
-      b == nullptr ? accumulate(a, 1, nullptr, 1, done, end) : accumulate(a, 1, b, 1, done, end);
+    if (b == nullptr) {
+      unit ? accumulate(std::true_type{}, std::false_type{}, done, end)
+           : accumulate(std::false_type{}, std::false_type{}, done, end);
     } else {
-      accumulate(a, sa, b, sb, done, end);
+      unit ? accumulate(std::true_type{}, std::true_type{}, done, end)
+           : accumulate(std::false_type{}, std::true_type{}, done, end);
     }
     part_[0].pending_ += end - done;  // an upper bound on each part's count is all the headroom needs
     part_[1].pending_ += end - done;
     done = end;
   }
+  return field_max != L::kMaxField;
 }
 
 }  // namespace saddlescope::reference

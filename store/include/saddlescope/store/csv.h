@@ -47,6 +47,19 @@ struct CsvTable {
   int column(const std::string& name) const;
 };
 
+// A CSV file of the run store read back as text: the header and every row's fields.
+struct CsvText {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+
+  // Index of `name` in columns, or -1.
+  int column(const std::string& name) const;
+};
+
+// Reads a CSV written by CsvWriter (fields hold no commas or quotes). Errors name the file and line: a
+// missing header, a row with the wrong number of fields.
+Result<CsvText> read_csv_text(const std::string& path);
+
 // Reads a numeric CSV written by CsvWriter. Errors name the file and line: a row with the wrong number
 // of fields, or a field that is not a number.
 Result<CsvTable> read_csv(const std::string& path);

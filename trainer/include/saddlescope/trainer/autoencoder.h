@@ -1,15 +1,20 @@
 // The seed study's MLP autoencoder: D -> h1 -> ... -> hk -> ... -> h1 -> D, ReLU between layers,
 // sigmoid output (targets are pixels in [0, 1]). Default 784 -> 256 -> 64 -> 256 -> 784.
 //
-// Stable names (for probes and taps): encoder.fc1..fck, decoder.fc1..fck, in forward order.
+// Stable names (for probes and taps): encoder.fc1..fck, decoder.fc1..fck, in forward order. Op taps
+// (probes/op_taps.h): each layer as a linear op under its name, its activation as <name>.relu (the last
+// layer's: <name>.sigmoid).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include "saddlescope/probes/op_taps.h"
 #include "saddlescope/probes/symmetry.h"
 
 namespace saddlescope::trainer {
@@ -35,10 +40,17 @@ class AutoencoderImpl : public torch::nn::Module {
   // The layers in forward order, with each one's outgoing weights, for the symmetry probe.
   std::vector<probes::LayerUnits> unit_layers() const;
 
+  // The linear ops and activations forward() runs through op taps, for `batch` examples.
+  std::vector<probes::TapOp> tap_ops(int64_t batch) const;
+  // Routes forward()'s ops through `taps` (nullptr: none).
+  void set_op_taps(std::shared_ptr<probes::OpTaps> taps) { taps_ = std::move(taps); }
+
  private:
   std::vector<torch::nn::Linear> layers() const;  // encoder then decoder, in forward order
 
   std::vector<torch::nn::Linear> encoder_, decoder_;  // in forward order
+  std::vector<std::string> names_;                    // of layers(), in forward order
+  std::shared_ptr<probes::OpTaps> taps_;
 };
 TORCH_MODULE(Autoencoder);
 

@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/probes/op_taps.h"
 #include "saddlescope/probes/symmetry.h"
 
 namespace saddlescope::trainer {
@@ -49,6 +50,12 @@ class Model {
   virtual std::vector<probes::LayerUnits> unit_layers() const { return {}; }
   // The same architecture, float64, parameters uninitialised, on `device`.
   virtual std::shared_ptr<Model> float64_copy(torch::Device device) const = 0;
+
+  // The ops loss() runs through op taps (probes/op_taps.h) at `batch` examples per step, in forward order;
+  // none by default.
+  virtual std::vector<probes::TapOp> tap_ops(int64_t /*batch*/) const { return {}; }
+  // Routes loss()'s ops through `taps` from now on (nullptr: no taps). Costs one armed() test per op.
+  virtual void set_op_taps(std::shared_ptr<probes::OpTaps> /*taps*/) {}
 
  protected:
   // PyTorch's default initialisation of every parameter, drawn from `gen` (initialise's first step).

@@ -20,10 +20,17 @@
 // Activations, passed to the tap (set_tap) per frame t, each (batch, channels, H_l, W_l) with
 // H_l = height / 2^l: l<l>.lstm.i / .f / .o / .c (after their nonlinearity), l<l>.cell (C_l), l<l>.r,
 // l<l>.ahat, l<l>.a, l<l>.e. Losses (prednet_loss): "L0", "Lall", "pixel_mse".
+// Op taps (probes/op_taps.h, set_op_taps), each called once per frame: the convolutions l<l>.conv_a,
+// l<l>.conv_ahat and l<l>.lstm — the four gate convolutions run as one, their filters stacked on the
+// output channels in the order i, f, o, c (so its output channels [0, r) are gate i, [r, 2r) f, ...; its
+// weight gradient is that of the stacked filters, whose slices are the gates' .grad exactly) — and the
+// activations l<l>.lstm.ifo.sigmoid (gates i, f, o), l<l>.lstm.c.tanh, l<l>.cell.tanh,
+// l<l>.conv_ahat.relu, l<l>.conv_a.relu.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +39,7 @@
 #include <torch/nn/modules/conv.h>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/probes/op_taps.h"
 
 namespace saddlescope::trainer {
 
@@ -82,6 +90,10 @@ class PredNetImpl : public torch::nn::Module {
 
   // Installs (or, with nullptr, removes) the activation observer.
   void set_tap(PredNetTap tap) { tap_ = std::move(tap); }
+  // Routes forward()'s convolutions and activations through op taps (nullptr: none).
+  void set_op_taps(std::shared_ptr<probes::OpTaps> taps) { op_taps_ = std::move(taps); }
+  // The ops forward() runs through op taps for `batch` sequences of `frames` frames.
+  std::vector<probes::TapOp> tap_ops(int64_t batch, int64_t frames) const;
 
   const PredNetOptions& options() const { return options_; }
   int64_t layers() const { return static_cast<int64_t>(options_.stack_sizes.size()); }
@@ -93,10 +105,18 @@ class PredNetImpl : public torch::nn::Module {
     torch::nn::Conv2d conv_ahat{nullptr};
   };
   void tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const;
+  // c(in), or the convolution with `weight` and `bias`, through the op tap l<l>.<what> when taps are armed.
+  torch::Tensor conv(torch::nn::Conv2d& c, const torch::Tensor& in, int64_t l, const char* what) const;
+  torch::Tensor conv(const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& in, int64_t l,
+                     const char* what) const;
+  // f(in), through the op tap l<l>.<what> when taps are armed.
+  enum class Activation { kSigmoid, kTanh, kRelu };
+  torch::Tensor activate(Activation f, const torch::Tensor& in, int64_t l, const char* what) const;
 
   PredNetOptions options_;
   std::vector<Layer> layers_;
   PredNetTap tap_;
+  std::shared_ptr<probes::OpTaps> op_taps_;
 };
 TORCH_MODULE(PredNet);
 

@@ -1,0 +1,270 @@
+#include "saddlescope/probes/op_taps.h"
+
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "saddlescope/base/text.h"
+#include "saddlescope/probes/op_summary.h"
+#include "saddlescope/store/csv.h"
+#include "tap_capture.h"
+
+namespace saddlescope::probes {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The ops that `spec`'s only= selects (every op when empty): names, or prefixes ending in '*'.
+Result<std::vector<TapOp>> select(const ProbeSpec& spec, const std::vector<TapOp>& ops) {
+  const std::string& only = spec.values.at("only");
+  if (only.empty()) return ops;
+  std::vector<std::string> patterns = split(only, '+');
+  for (const auto& p : patterns) {
+    bool prefix = !p.empty() && p.back() == '*';
+    std::string stem = prefix ? p.substr(0, p.size() - 1) : p;
+    bool found = false;
+    for (const auto& op : ops) found |= prefix ? op.name.rfind(stem, 0) == 0 : op.name == p;
+    if (!found) {
+      std::string known;
+      for (const auto& op : ops) known += (known.empty() ? "" : ", ") + op.name;
+      return Status::Error(fmt::format("probe '{}': no op {} '{}' in this model (its ops: {})", spec.text,
+                                       prefix ? "matches" : "is named", p, known));
+    }
+  }
+  std::vector<TapOp> chosen;
+  for (const auto& op : ops)
+    for (const auto& p : patterns)
+      if (p.back() == '*' ? op.name.rfind(p.substr(0, p.size() - 1), 0) == 0 : op.name == p) {
+        chosen.push_back(op);
+        break;
+      }
+  return chosen;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The seed of one op's samples at one step: the same for every platform and every run of the spec.
+uint64_t op_seed(uint64_t seed, int64_t step, const std::string& name, const char* phase) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of name and phase
+  for (const std::string& s : {name, std::string(phase)})
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return splitmix64(splitmix64(seed) ^ splitmix64(static_cast<uint64_t>(step)) ^ h);
+}
+
+reference::Op elementwise_op(const std::string& kernel) {
+  if (kernel == "sigmoid") return reference::Op::kSigmoid;
+  if (kernel == "tanh") return reference::Op::kTanh;
+  SADDLESCOPE_CHECK(kernel == "relu");
+  return reference::Op::kRelu;
+}
+
+}  // namespace
+
+Status check_op_taps(const ProbeSpec& spec, const std::vector<TapOp>& ops) {
+  if (spec.name != "ops") return Status::Ok();
+  auto chosen = select(spec, ops);
+  if (!chosen) return chosen.status();
+  const int64_t k = spec.get_int("k");
+  for (const auto& op : *chosen) {
+    if (op.outputs > 1 && k > op.outputs)
+      return Status::Error(fmt::format("probe '{}': k = {} exceeds the {} output elements of {} (at this batch size)",
+                                       spec.text, k, op.outputs, op.name));
+    if (spec.get_bool("wgrad") && op.weights > 0 && k > op.weights)
+      return Status::Error(fmt::format("probe '{}': k = {} exceeds the {} weight elements of {} (leave it out "
+                                       "with only=, or wgrad=false)", spec.text, k, op.weights, op.name));
+  }
+  return Status::Ok();
+}
+
+struct OpTaps::Impl {
+  std::optional<ProbeSpec> spec;
+  std::vector<TapOp> ops;  // the selected ops, in the model's order
+  std::map<std::string, size_t> index;
+  std::string run_dir;
+  std::optional<store::CsvWriter> csv;
+  int64_t step = -1;
+  std::vector<std::shared_ptr<internal::Capture>> captures;  // per op, this step (null until called)
+  std::vector<int64_t> calls;                                // per op, calls this step
+  std::string error;                                         // the first error of this step's tap calls
+  bool cuda = false;                                         // some copy came from a CUDA device
+  std::vector<OpRow> rows;                                   // every row so far, for the summary
+
+  // The selected op `name` (null: not tapped), after checking its tensors' dtypes.
+  const TapOp* find(const std::string& name, std::initializer_list<const at::Tensor*> tensors) {
+    auto it = index.find(name);
+    if (it == index.end() || !error.empty()) return nullptr;
+    for (const at::Tensor* t : tensors) {
+      if (!t->defined()) continue;
+      cuda |= t->is_cuda();
+      if ((t->scalar_type() != at::kFloat && t->scalar_type() != at::kDouble) ||
+          t->scalar_type() != (*tensors.begin())->scalar_type()) {
+        fail(name, fmt::format("dtype {} is not supported (float32 or float64, the same for every operand)",
+                               std::string(c10::toString(t->scalar_type()))));
+        return nullptr;
+      }
+    }
+    return &ops[it->second];
+  }
+  void fail(const std::string& name, const std::string& what) {
+    if (error.empty()) error = "op tap " + name + ": " + what;
+  }
+  // Samples of `n` elements for op `op` in `phase`: k of them, or all of a one-element op.
+  std::vector<int64_t> samples(const TapOp& op, const char* phase, int64_t n) const {
+    return internal::sample_indices(op_seed(static_cast<uint64_t>(spec->get_int("seed")), step, op.name, phase),
+                                    std::min(spec->get_int("k"), n), n);
+  }
+  // This step's capture of `op`, made by make() at its first call.
+  template <class C, class Make>
+  std::shared_ptr<C> capture(const TapOp& op, Make make) {
+    auto& c = captures[index[op.name]];
+    if (!c) c = make();
+    return std::static_pointer_cast<C>(c);
+  }
+  std::shared_ptr<internal::ConvCapture> conv_capture(const TapOp& op, bool linear, const at::Tensor& weight) const {
+    const bool wgrad = spec->get_bool("wgrad") && op.weights > 0;
+    return std::make_shared<internal::ConvCapture>(linear, samples(op, "fwd", op.outputs), op.outputs / op.calls,
+                                                   wgrad ? samples(op, "wgrad", weight.numel()) : std::vector<int64_t>{});
+  }
+  int64_t next_call(const TapOp& op) { return calls[index[op.name]]++; }
+  // One tap call: body(op) for the selected op `name`, timed into *seconds; its error, or a dtype
+  // error, becomes this step's error. Views and copies only: nothing joins the autograd graph.
+  template <class Body>
+  void tap(const std::string& name, std::initializer_list<const at::Tensor*> tensors, double* seconds, Body body) {
+    torch::NoGradGuard no_grad;
+    Clock::time_point t0 = Clock::now();
+    if (const TapOp* op = find(name, tensors)) {
+      Status s = body(*op);
+      if (!s.ok()) fail(name, s.message());
+    }
+    *seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+};
+
+OpTaps::OpTaps() : impl_(std::make_unique<Impl>()) {}
+OpTaps::~OpTaps() = default;
+
+Result<std::shared_ptr<OpTaps>> OpTaps::create(const std::vector<ProbeSpec>& specs, const std::vector<TapOp>& ops,
+                                               const std::string& run_dir) {
+  std::shared_ptr<OpTaps> taps(new OpTaps());
+  for (const auto& spec : specs) {
+    if (spec.name != "ops") continue;
+    SADDLESCOPE_RETURN_IF_ERROR(check_op_taps(spec, ops));
+    Impl& m = *taps->impl_;
+    m.spec = spec;
+    m.ops = *select(spec, ops);
+    for (size_t i = 0; i < m.ops.size(); ++i) {
+      SADDLESCOPE_CHECK(m.ops[i].calls >= 1 && m.ops[i].outputs % m.ops[i].calls == 0);
+      m.index[m.ops[i].name] = i;
+    }
+    m.run_dir = run_dir;
+    auto csv = store::CsvWriter::create(run_dir + "/ops.csv", kOpsColumns);
+    if (!csv) return csv.status();
+    m.csv.emplace(std::move(*csv));
+  }
+  return taps;
+}
+
+bool OpTaps::due(int64_t step) const { return impl_->spec && impl_->spec->due(step); }
+
+void OpTaps::arm(int64_t step) {
+  SADDLESCOPE_CHECK(due(step) && !armed_);
+  Impl& m = *impl_;
+  m.step = step;
+  m.captures.assign(m.ops.size(), nullptr);
+  m.calls.assign(m.ops.size(), 0);
+  m.error.clear();
+  armed_ = true;
+}
+
+void OpTaps::linear(const std::string& name, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    const at::Tensor& y) {
+  Impl& m = *impl_;
+  m.tap(name, {&x, &weight, &bias, &y}, &seconds_, [&](const TapOp& op) -> Status {
+    if (x.dim() != 2 || weight.dim() != 2 || y.dim() != 2)
+      return Status::Error("a linear op takes (N, in) inputs, (out, in) weights and (N, out) outputs");
+    auto c = m.capture<internal::ConvCapture>(op, [&] { return m.conv_capture(op, true, weight); });
+    const int64_t n = x.size(0), in = x.size(1), out = weight.size(0);
+    return c->on_call(m.next_call(op), x.reshape({n, in, 1, 1}), weight.reshape({out, in, 1, 1}), bias, {},
+                      y.reshape({y.size(0), y.size(1), 1, 1}), y, weight);
+  });
+}
+
+void OpTaps::conv2d(const std::string& name, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    const ConvOptions& options, const at::Tensor& y) {
+  Impl& m = *impl_;
+  m.tap(name, {&x, &weight, &bias, &y}, &seconds_, [&](const TapOp& op) -> Status {
+    if (x.dim() != 4 || weight.dim() != 4 || y.dim() != 4)
+      return Status::Error("a conv2d op takes (N, C, H, W) inputs, (O, C, kh, kw) weights and (N, O, OH, OW) outputs");
+    auto c = m.capture<internal::ConvCapture>(op, [&] { return m.conv_capture(op, false, weight); });
+    return c->on_call(m.next_call(op), x, weight, bias, options, y, y, weight);
+  });
+}
+
+void OpTaps::elementwise(const std::string& name, const at::Tensor& x, const at::Tensor& y) {
+  Impl& m = *impl_;
+  m.tap(name, {&x, &y}, &seconds_, [&](const TapOp& op) {
+    auto c = m.capture<internal::ElementwiseCapture>(op, [&] {
+      return std::make_shared<internal::ElementwiseCapture>(elementwise_op(op.kernel), m.samples(op, "fwd", op.outputs),
+                                                            op.outputs / op.calls);
+    });
+    return c->on_call(m.next_call(op), x, y);
+  });
+}
+
+void OpTaps::mse_loss(const std::string& name, const at::Tensor& prediction, const at::Tensor& target,
+                      const at::Tensor& loss) {
+  Impl& m = *impl_;
+  m.tap(name, {&prediction, &target, &loss}, &seconds_, [&](const TapOp& op) {
+    auto c = m.capture<internal::MseCapture>(op, [] { return std::make_shared<internal::MseCapture>(); });
+    return c->on_call(m.next_call(op), prediction, target, loss);
+  });
+}
+
+Status OpTaps::record(int64_t step) {
+  Impl& m = *impl_;
+  SADDLESCOPE_CHECK(armed_ && step == m.step);
+  armed_ = false;
+  Clock::time_point t0 = Clock::now();
+  std::vector<std::shared_ptr<internal::Capture>> captures = std::move(m.captures);
+  m.captures.clear();
+  if (!m.error.empty()) return Status::Error(m.error);
+  for (size_t i = 0; i < m.ops.size(); ++i)
+    if (m.calls[i] != m.ops[i].calls)
+      return Status::Error(fmt::format("op tap {}: called {} times in the forward of step {}, the model listed {}",
+                                       m.ops[i].name, m.calls[i], step, m.ops[i].calls));
+  if (m.cuda) torch::cuda::synchronize();  // every copy of this step has landed
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const TapOp& op = m.ops[i];
+    std::vector<internal::TapRow> rows;
+    Status s = captures[i]->evaluate(&rows);
+    if (!s.ok()) return Status::Error(fmt::format("op tap {} at step {}: {}", op.name, step, s.message()));
+    for (const auto& r : rows) {
+      const char* flag = flag_of(r.report);
+      const char* dtype = reference::format_name(r.report.format);
+      m.csv->add(step).add(op.name).add(r.phase).add(r.index).add(r.observed).add(r.exact).add(r.report.ulp_error)
+          .add(r.report.bound).add(r.report.bound_ratio).add(r.call).add(op.kernel).add(std::string(dtype))
+          .add(r.terms).add(std::string(flag));
+      m.csv->end_row();
+      m.rows.push_back({step, op.name, r.phase, op.kernel, dtype, flag, r.report.ulp_error, r.report.bound_ratio});
+    }
+  }
+  Status flushed = m.csv->flush();
+  seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  return flushed;
+}
+
+Status OpTaps::finish() {
+  if (!impl_->spec) return Status::Ok();
+  return write_ops_summary(impl_->run_dir + "/ops_summary.csv", summarize_ops(impl_->rows));
+}
+
+}  // namespace saddlescope::probes

@@ -1,0 +1,294 @@
+// Op taps on known ops on the CPU: the exact values are reference/'s, computed here directly from the
+// same operands; errors of correct kernels are within the bound, corrupted values are flagged, NaN/Inf
+// inputs are reported as such, and bad specs are clear errors.
+#include "saddlescope/probes/op_taps.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "saddlescope/base/text.h"
+#include "saddlescope/probes/op_summary.h"
+#include "saddlescope/reference/evaluation.h"
+#include "saddlescope/reference/ops.h"
+#include "saddlescope/store/csv.h"
+#include "temp_dir.h"
+
+namespace saddlescope::probes {
+namespace {
+
+ProbeSpec spec(const std::string& text) {
+  auto s = parse_probe_spec(text);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+store::CsvText ops_csv(const std::string& dir) {
+  auto t = store::read_csv_text(dir + "/ops.csv");
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? *t : store::CsvText{};
+}
+
+// The value of column `name` in row `r`.
+std::string at(const store::CsvText& t, const std::vector<std::string>& r, const std::string& name) {
+  int i = t.column(name);
+  EXPECT_GE(i, 0) << name;
+  return i >= 0 ? r[static_cast<size_t>(i)] : "";
+}
+double number(const store::CsvText& t, const std::vector<std::string>& r, const std::string& name) {
+  return std::strtod(at(t, r, name).c_str(), nullptr);
+}
+std::vector<int64_t> coordinates(const std::string& index) {
+  std::vector<int64_t> c;
+  for (const auto& part : split(index, ':')) c.push_back(std::stoll(part));
+  return c;
+}
+
+template <class T>
+reference::Evaluation evaluation(Result<reference::Evaluation> e) {
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return *e;
+}
+
+// A linear layer, a sigmoid and an MSE loss: forward through the taps, backward, record.
+struct LinearRun {
+  torch::Tensor x, w, b, y, a, target, gy;
+};
+
+LinearRun linear_run(OpTaps& taps, torch::Dtype dtype, bool corrupt_output = false, bool corrupt_grad = false) {
+  auto gen = at::detail::createCPUGenerator(11);
+  auto opts = torch::TensorOptions().dtype(dtype);
+  LinearRun r;
+  r.x = torch::randn({6, 20}, gen, opts);
+  r.w = (torch::randn({5, 20}, gen, opts) * 0.3).requires_grad_();
+  r.b = torch::randn({5}, gen, opts).requires_grad_();
+  r.target = torch::rand({6, 5}, gen, opts);
+  taps.arm(0);
+  r.y = torch::nn::functional::linear(r.x, r.w, r.b);
+  if (corrupt_output) r.y = r.y * (1 + 1e-3);  // what a wrong kernel might return
+  r.y.register_hook([&r](const torch::Tensor& g) { r.gy = g.clone(); });
+  taps.linear("fc", r.x, r.w, r.b, r.y);
+  r.a = torch::sigmoid(r.y);
+  taps.elementwise("fc.sigmoid", r.y, r.a);
+  torch::Tensor loss = torch::mse_loss(r.a, r.target);
+  taps.mse_loss("loss", r.a, r.target, loss);
+  loss.backward();
+  if (corrupt_grad) {
+    torch::NoGradGuard no_grad;
+    r.w.grad().mul_(1.01);
+  }
+  EXPECT_TRUE(taps.record(0).ok());
+  EXPECT_TRUE(taps.finish().ok());
+  return r;
+}
+
+const std::vector<TapOp> kLinearOps = {
+    {"fc", "linear", 30, 100, 1}, {"fc.sigmoid", "sigmoid", 30, 0, 1}, {"loss", "mse_loss", 1, 0, 1}};
+
+template <class T>
+void check_linear(torch::Dtype dtype, const char* name) {
+  testing::TempDir dir;
+  auto taps = OpTaps::create({spec("ops:every=1,k=7")}, kLinearOps, dir.path());
+  ASSERT_TRUE(taps.ok()) << taps.status().message();
+  LinearRun run = linear_run(**taps, dtype);
+  store::CsvText t = ops_csv(dir.path());
+  EXPECT_EQ(t.columns, kOpsColumns);
+  ASSERT_EQ(t.rows.size(), 7u + 7u + 7u + 1u) << "fc fwd, fc wgrad, sigmoid, loss";
+  double worst = 0;
+  for (const auto& r : t.rows) {
+    EXPECT_EQ(at(t, r, "flag"), "within") << at(t, r, "op") << " " << at(t, r, "index");
+    EXPECT_EQ(at(t, r, "dtype"), name);
+    std::vector<int64_t> c = coordinates(at(t, r, "index"));
+    reference::Evaluation e;
+    T observed = 0;
+    if (at(t, r, "op") == "fc" && at(t, r, "phase") == "fwd") {  // y[b][j] = x[b] · w[j] + bias[j]
+      std::vector<T> lhs(run.x[c[0]].data_ptr<T>(), run.x[c[0]].data_ptr<T>() + 20);
+      std::vector<T> rhs(run.w[c[1]].data_ptr<T>(), run.w[c[1]].data_ptr<T>() + 20);
+      lhs.push_back(run.b[c[1]].template item<T>());
+      rhs.push_back(T(1));
+      e = evaluation<T>(reference::evaluate_dot(lhs.data(), 21, rhs.data(), 21));
+      observed = run.y[c[0]][c[1]].template item<T>();
+      EXPECT_EQ(number(t, r, "terms"), 21);
+    } else if (at(t, r, "op") == "fc") {  // dW[j][i] = sum_b gy[b][j] x[b][i]
+      torch::Tensor g = run.gy.select(1, c[0]).contiguous(), xi = run.x.select(1, c[1]).contiguous();
+      e = evaluation<T>(reference::evaluate_dot(g.data_ptr<T>(), 6, xi.data_ptr<T>(), 6));
+      observed = run.w.grad()[c[0]][c[1]].template item<T>();
+      EXPECT_EQ(at(t, r, "call"), "-1");
+    } else {
+      continue;
+    }
+    EXPECT_EQ(number(t, r, "exact"), e.f64) << "the exact value is reference/'s";
+    EXPECT_EQ(number(t, r, "observed"), static_cast<double>(observed));
+    EXPECT_EQ(number(t, r, "ulp_error"), reference::assess(e, observed).ulp_error);
+    worst = std::max(worst, number(t, r, "bound_ratio"));
+  }
+  std::printf("[ max diff ] %s linear: largest error/bound %.3g\n", name, worst);
+  auto summary = store::read_csv_text(dir.file("ops_summary.csv"));
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->rows.size(), 4u) << "fc fwd, fc wgrad, fc.sigmoid fwd, loss fwd";
+}
+
+TEST(OpTaps, LinearFloat32WithinTheBoundAndExactAsTheReference) { check_linear<float>(torch::kFloat32, "float32"); }
+TEST(OpTaps, LinearFloat64WithinTheBoundAndExactAsTheReference) { check_linear<double>(torch::kFloat64, "float64"); }
+
+// A conv applied three times (as PredNet applies one per frame): forward elements against the full
+// input (so the copied patch leaves out exactly the padding), dW against every call's planes.
+void check_conv(const ConvOptions& o) {
+  testing::TempDir dir;
+  auto gen = at::detail::createCPUGenerator(3);
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  const int64_t calls = 3, n = 2, c = 3, h = 7, w = 6, out = 4, k = 3;
+  torch::Tensor weight = torch::randn({out, c, k, k}, gen, opts).requires_grad_();
+  torch::Tensor bias = torch::randn({out}, gen, opts).requires_grad_();
+  std::vector<torch::Tensor> xs, ys, gys(calls);
+  for (int64_t t = 0; t < calls; ++t) xs.push_back(torch::randn({n, c, h, w}, gen, opts));
+  auto conv = [&](const torch::Tensor& x) {
+    return torch::conv2d(x, weight, bias, {o.stride, o.stride}, {o.padding, o.padding}, {o.dilation, o.dilation});
+  };
+  const torch::Tensor probe = conv(xs[0]);
+  const int64_t oh = probe.size(2), ow = probe.size(3);
+  std::vector<TapOp> ops = {{"conv", "conv2d", calls * n * out * oh * ow, out * c * k * k, calls}};
+  auto taps = OpTaps::create({spec("ops:every=1,k=40,seed=5")}, ops, dir.path());
+  ASSERT_TRUE(taps.ok()) << taps.status().message();
+  (*taps)->arm(0);
+  torch::Tensor loss = torch::zeros({}, opts);
+  for (int64_t t = 0; t < calls; ++t) {
+    ys.push_back(conv(xs[t]));
+    ys[t].register_hook([&gys, t](const torch::Tensor& g) { gys[t] = g.clone(); });
+    (*taps)->conv2d("conv", xs[t], weight, bias, o, ys[t]);
+    loss = loss + (ys[t] * ys[t]).sum() * 0.01 * (t + 1);
+  }
+  loss.backward();
+  ASSERT_TRUE((*taps)->record(0).ok());
+  reference::Conv2dGeometry g{c, h, w, k, k, o.stride, o.stride, o.padding, o.padding, o.dilation, o.dilation};
+  store::CsvText table = ops_csv(dir.path());
+  ASSERT_EQ(table.rows.size(), 80u);
+  for (const auto& r : table.rows) {
+    EXPECT_EQ(at(table, r, "flag"), "within");
+    std::vector<int64_t> i = coordinates(at(table, r, "index"));
+    reference::Evaluation e;
+    double observed;
+    if (at(table, r, "phase") == "fwd") {
+      const int64_t t = std::stoll(at(table, r, "call"));
+      torch::Tensor x = xs[t][i[0]].contiguous(), f = weight[i[1]].detach().contiguous();
+      const double bias_value = bias[i[1]].item<double>();
+      e = evaluation<double>(reference::evaluate_conv2d_element(x.data_ptr<double>(), x.numel(), f.data_ptr<double>(),
+                                                                f.numel(), &bias_value, g, i[2], i[3]));
+      observed = ys[t][i[0]][i[1]][i[2]][i[3]].item<double>();
+    } else {
+      std::vector<torch::Tensor> in, gr;
+      for (int64_t t = 0; t < calls; ++t) {
+        in.push_back(xs[t].select(1, i[1]));
+        gr.push_back(gys[t].select(1, i[0]));
+      }
+      torch::Tensor planes = torch::cat(in).contiguous(), grads = torch::cat(gr).contiguous();
+      e = evaluation<double>(reference::evaluate_conv2d_weight_grad(planes.data_ptr<double>(), planes.numel(),
+                                                                    grads.data_ptr<double>(), grads.numel(), calls * n,
+                                                                    g, i[2], i[3]));
+      observed = weight.grad()[i[0]][i[1]][i[2]][i[3]].item<double>();
+    }
+    EXPECT_EQ(number(table, r, "exact"), e.f64) << at(table, r, "phase") << " " << at(table, r, "index");
+    EXPECT_EQ(number(table, r, "terms"), e.n);
+    EXPECT_EQ(number(table, r, "observed"), observed);
+  }
+}
+
+TEST(OpTaps, Conv2dOverSeveralCallsMatchesTheReference) {
+  check_conv({1, 1, 1});
+  check_conv({2, 1, 1});
+  check_conv({1, 2, 2});
+}
+
+TEST(OpTaps, CorruptedValuesAreFlaggedBeyondTheBound) {
+  testing::TempDir dir;
+  auto taps = OpTaps::create({spec("ops:every=1,k=5,only=fc")}, kLinearOps, dir.path());
+  ASSERT_TRUE(taps.ok());
+  linear_run(**taps, torch::kFloat32, /*corrupt_output=*/true, /*corrupt_grad=*/true);
+  store::CsvText t = ops_csv(dir.path());
+  ASSERT_EQ(t.rows.size(), 10u) << "only=fc: fc's fwd and wgrad rows";
+  for (const auto& r : t.rows) {
+    EXPECT_EQ(at(t, r, "flag"), "beyond") << at(t, r, "phase") << " " << at(t, r, "index");
+    EXPECT_GT(number(t, r, "bound_ratio"), 1);
+  }
+  auto rows = read_ops_csv(dir.file("ops.csv"));
+  ASSERT_TRUE(rows.ok());
+  for (const auto& s : summarize_ops(*rows)) {
+    EXPECT_EQ(s.fraction_beyond, 1.0) << s.op << " " << s.phase;
+    EXPECT_GT(s.max_abs_ulp, 100);
+  }
+}
+
+TEST(OpTaps, NonFiniteInputsAreReportedAsSuch) {
+  testing::TempDir dir;
+  std::vector<TapOp> ops = {{"fc", "linear", 6, 6, 1}, {"fc.relu", "relu", 6, 0, 1}};
+  auto taps = OpTaps::create({spec("ops:every=1,k=6")}, ops, dir.path());
+  ASSERT_TRUE(taps.ok());
+  torch::Tensor x = torch::ones({2, 3});
+  // Every output and every weight-gradient element meets a NaN or an infinity.
+  x[0][0] = std::numeric_limits<float>::quiet_NaN();
+  x[1][1] = std::numeric_limits<float>::infinity();
+  x[1][2] = -std::numeric_limits<float>::infinity();
+  torch::Tensor w = torch::ones({3, 3}).requires_grad_(), b = torch::zeros({3}).requires_grad_();
+  (*taps)->arm(0);
+  torch::Tensor y = torch::nn::functional::linear(x, w, b);
+  (*taps)->linear("fc", x, w, b, y);
+  torch::Tensor a = torch::relu(y);
+  (*taps)->elementwise("fc.relu", y, a);
+  a.sum().backward();
+  ASSERT_TRUE((*taps)->record(0).ok());
+  store::CsvText t = ops_csv(dir.path());
+  ASSERT_EQ(t.rows.size(), 6u + 6u + 6u);
+  for (const auto& r : t.rows) {
+    EXPECT_EQ(at(t, r, "flag"), "nonfinite_input") << at(t, r, "op") << " " << at(t, r, "phase") << " " << at(t, r, "index");
+    EXPECT_TRUE(std::isnan(number(t, r, "ulp_error"))) << "no huge number posing as an error";
+    EXPECT_TRUE(std::isnan(number(t, r, "bound_ratio")));
+  }
+  auto rows = read_ops_csv(dir.file("ops.csv"));
+  ASSERT_TRUE(rows.ok());
+  for (const auto& s : summarize_ops(*rows)) {
+    EXPECT_EQ(s.nonfinite, 6) << s.op;
+    EXPECT_EQ(s.measured, 0);
+    EXPECT_TRUE(std::isnan(s.median_abs_ulp));
+  }
+  EXPECT_NE(ops_markdown(summarize_ops(*rows)).find("| fc | wgrad | float32 | 6 | — | — | 0 (—) | — | 6 |"),
+            std::string::npos)
+      << ops_markdown(summarize_ops(*rows));
+}
+
+TEST(OpTaps, BadSpecsAreClearErrors) {
+  auto error = [](const std::string& text, const std::vector<TapOp>& ops) {
+    Status s = check_op_taps(spec(text), ops);
+    return s.ok() ? std::string("ok") : s.message();
+  };
+  EXPECT_EQ(error("ops:k=31", kLinearOps),
+            "probe 'ops:k=31': k = 31 exceeds the 30 output elements of fc (at this batch size)");
+  EXPECT_EQ(error("ops:k=30", kLinearOps), "ok") << "the one-element loss is tapped whole";
+  std::vector<TapOp> small = {{"conv", "conv2d", 400, 9, 2}};
+  EXPECT_EQ(error("ops:k=10", small),
+            "probe 'ops:k=10': k = 10 exceeds the 9 weight elements of conv (leave it out with only=, or wgrad=false)");
+  EXPECT_EQ(error("ops:k=10,wgrad=false", small), "ok");
+  EXPECT_EQ(error("ops:only=fc+fc.relu", kLinearOps),
+            "probe 'ops:only=fc+fc.relu': no op is named 'fc.relu' in this model (its ops: fc, fc.sigmoid, loss)");
+  EXPECT_EQ(error("ops:only=enc*", kLinearOps),
+            "probe 'ops:only=enc*': no op matches 'enc*' in this model (its ops: fc, fc.sigmoid, loss)");
+  EXPECT_EQ(error("ops:only=fc*", kLinearOps), "ok");
+  auto every0 = parse_probe_spec("ops:every=0");
+  ASSERT_FALSE(every0.ok());
+  EXPECT_EQ(every0.status().message(), "probe 'ops:every=0': every must be >= 1 (or give steps with at=), got 0");
+  auto empty = parse_probe_spec("ops:only=fc++loss");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().message(), "probe 'ops:only=fc++loss': only must be names joined by '+', got 'fc++loss'");
+  testing::TempDir dir;
+  auto created = OpTaps::create({spec("ops:k=31")}, kLinearOps, dir.path());
+  ASSERT_FALSE(created.ok());
+  auto none = OpTaps::create({spec("symmetry")}, kLinearOps, dir.path());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE((*none)->due(0)) << "no ops spec: never due";
+}
+
+}  // namespace
+}  // namespace saddlescope::probes
