@@ -33,39 +33,23 @@
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/snapshot.h"
 #include "saddlescope/trainer/train.h"
+#include "timing.h"
 
 using namespace saddlescope;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void sync(const torch::Device& d) {
-  if (d.is_cuda()) torch::cuda::synchronize();
-}
-
-std::vector<double> min_median_max(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2], t.back()};
-}
-
-// min / median / max of `repeats` timings of f(), in milliseconds, after one warm-up call.
+// bench::time_ms after one untimed call of f (first-call set-up is not what is measured).
 template <class F>
-std::vector<double> time_ms(F f, int repeats, const torch::Device& d) {
+bench::Spread timed_after_warmup(F f, int repeats, const torch::Device& d) {
   f();
-  sync(d);
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    auto t0 = Clock::now();
-    f();
-    sync(d);
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return min_median_max(t);
+  return bench::time_ms(f, repeats, d);
 }
 
-std::string mmm(const std::vector<double>& v, const char* format = "%.3f") {
+std::string mmm(const bench::Spread& s, const char* format = "%.3f") {
   std::string out;
-  for (double x : v) {
+  for (double x : {s.min, s.median, s.max}) {
     char buf[32];
     std::snprintf(buf, sizeof buf, format, x);
     out += (out.empty() ? "" : " / ") + std::string(buf);
@@ -190,36 +174,36 @@ int main(int argc, char** argv) {
     }
     auto params = net->module().parameters();
     probes::LossFn loss = [&] { return net->loss(x); };
-    auto grad = time_ms([&] { (void)torch::autograd::grad({loss()}, params); }, repeats, device);
+    auto grad = timed_after_warmup([&] { (void)torch::autograd::grad({loss()}, params); }, repeats, device);
     auto H = probes::make_hvp(loss, params);
     if (!H) return fail(H.status().message());
     torch::Tensor v = torch::randn({H->n}, torch::TensorOptions().device(device));
-    auto hvp = time_ms([&] { (void)H->apply(v); }, repeats, device);
-    auto build = time_ms([&] { (void)probes::make_hvp(loss, params); }, repeats, device);
+    auto hvp = timed_after_warmup([&] { (void)H->apply(v); }, repeats, device);
+    auto build = timed_after_warmup([&] { (void)probes::make_hvp(loss, params); }, repeats, device);
     probes::LanczosOptions o;
     o.tol = 1e-3;
     o.max_iterations = 300;
     auto lgen = at::detail::createCPUGenerator(0);
     auto t0 = Clock::now();
     auto eig = probes::lanczos_extreme(*H, o, lgen);
-    sync(device);
+    bench::sync(device);
     double lanczos_s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!eig) return fail(eig.status().message());
     std::printf("| %s | %s | %s | %.2f | %s | %.4g (%.2g) | %.4g (%.2g) | %lld%s | %.2f |\n", when,
-                mmm(grad).c_str(), mmm(hvp).c_str(), hvp[1] / grad[1], mmm(build).c_str(), eig->lambda_min(),
+                mmm(grad).c_str(), mmm(hvp).c_str(), hvp.median / grad.median, mmm(build).c_str(), eig->lambda_min(),
                 eig->smallest.front().residual, eig->lambda_max(), eig->largest.front().residual,
                 static_cast<long long>(eig->hvp_count), eig->converged ? "" : " (not converged)", lanczos_s);
   }
-  auto p = min_median_max(plain_s), w = min_median_max(with_s), q = min_median_max(probe_s);
+  auto p = bench::spread(plain_s), w = bench::spread(with_s), q = bench::spread(probe_s);
   int64_t every = probe->every > 0 ? probe->every : steps, probe_steps = (steps + every - 1) / every;
-  double step_s = p[1] / static_cast<double>(steps), per_probe = q[1] / static_cast<double>(probe_steps);
+  double step_s = p.median / static_cast<double>(steps), per_probe = q.median / static_cast<double>(probe_steps);
   std::printf("overhead of %s, %zu pairs of %lld-step runs (%lld probe steps each):\n"
               "  train_s without %s, with %s; probe_s %s\n"
               "  overhead (medians) %+.1f%%; probe_s / train_s without (medians) %.1f%%\n"
               "  a probe step costs %.3f s = %.0f training steps; at every=%lld that is %.1f%% of training\n",
               probe->resolved().c_str(), plain_s.size(), static_cast<long long>(steps),
               static_cast<long long>(probe_steps), mmm(p, "%.2f").c_str(), mmm(w, "%.2f").c_str(),
-              mmm(q, "%.3f").c_str(), 100.0 * (w[1] - p[1]) / p[1], 100.0 * q[1] / p[1], per_probe,
+              mmm(q, "%.3f").c_str(), 100.0 * (w.median - p.median) / p.median, 100.0 * q.median / p.median, per_probe,
               per_probe / step_s, static_cast<long long>(every), 100.0 * per_probe / (step_s * every));
   return 0;
 }

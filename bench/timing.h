@@ -17,6 +17,12 @@ struct Spread {
   double min, median, max;
 };
 
+// min / median (the upper one of an even count) / max of `values`. REQUIRES: non-empty.
+inline Spread spread(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return {values.front(), values[values.size() / 2], values.back()};
+}
+
 // `repeats` timings of f() in milliseconds (each divided by `per`), the device drained around each.
 template <class F>
 Spread time_ms(F f, int repeats, const torch::Device& d, double per = 1) {
@@ -28,8 +34,7 @@ Spread time_ms(F f, int repeats, const torch::Device& d, double per = 1) {
     sync(d);
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / per);
   }
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2], t.back()};
+  return spread(std::move(t));
 }
 
 }  // namespace saddlescope::bench
