@@ -8,6 +8,7 @@
 //      PAIRS alternating runs without and with the probe after a warm-up run: train_s of each, and the
 //      probe's own seconds (manifest timings.probe_s), min/median/max; and from the medians, what a probe
 //      step costs in training steps and so in overhead at the probe's cadence (EVERY may exceed STEPS)
+// On CUDA the HVP is timed eagerly and as the probe runs it (captured once, replayed: graph=true).
 // Usage: bench_curvature DEVICE [STEPS] [REPEATS] [EVERY] [--model autoencoder|prednet] [--size default|small]
 //                        [--threads N] [--batch N] [--probe-batch N] [--pairs N] [--spec OPTIONS]
 //   (needs MNIST in $SADDLESCOPE_DATA_DIR or data/; OPTIONS are extra probe options, e.g. float64=true)
@@ -22,6 +23,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/base/remove_tree.h"
+#include "saddlescope/gpu/graph.h"
 #include "saddlescope/probes/hvp.h"
 #include "saddlescope/probes/lanczos.h"
 #include "saddlescope/probes/probe_spec.h"
@@ -162,8 +164,10 @@ int main(int argc, char** argv) {
               "%d repeats\n", model.c_str(), size.c_str(), static_cast<long long>(n_params), device_name.c_str(),
               static_cast<long long>(cfg->execution.threads), static_cast<long long>(steps),
               static_cast<long long>(cfg->batch_size), static_cast<long long>(x.size(0)), repeats);
-  std::printf("| parameters | gradient ms | HVP ms | HVP / gradient (medians) | operator build ms | lambda_min "
-              "(residual) | lambda_max (residual) | HVPs for lambda_min, lambda_max to 1e-3 | Lanczos s |\n");
+  std::printf("| parameters | gradient ms | HVP ms | HVP / gradient (medians) | HVP ms, CUDA graph | operator build ms "
+              "| lambda_min (residual) | lambda_max (residual) | HVPs for lambda_min, lambda_max to 1e-3 | Lanczos s |\n");
+  gpu::SideStream stream(device);  // where the probe runs in training: graphs cannot capture the default stream
+  const bool graph = device.is_cuda() && probe->get_bool("graph");
   for (const char* when : {"initial", "trained"}) {
     if (std::string(when) == "trained") {
       net->module().to(torch::kCPU);
@@ -179,18 +183,25 @@ int main(int argc, char** argv) {
     if (!H) return fail(H.status().message());
     torch::Tensor v = torch::randn({H->n}, torch::TensorOptions().device(device));
     auto hvp = timed_after_warmup([&] { (void)H->apply(v); }, repeats, device);
+    auto G = probes::make_hvp(loss, params, graph);  // the probe's operator: replayed HVPs on CUDA
+    if (!G) return fail(G.status().message());
+    std::string graph_ms = "—";
+    if (graph) {
+      (void)G->apply(v);  // the eager call before the capture
+      graph_ms = mmm(timed_after_warmup([&] { (void)G->apply(v); }, repeats, device));
+    }
     auto build = timed_after_warmup([&] { (void)probes::make_hvp(loss, params); }, repeats, device);
     probes::LanczosOptions o;
     o.tol = 1e-3;
     o.max_iterations = 300;
     auto lgen = at::detail::createCPUGenerator(0);
     auto t0 = Clock::now();
-    auto eig = probes::lanczos_extreme(*H, o, lgen);
+    auto eig = probes::lanczos_extreme(*G, o, lgen);
     bench::sync(device);
     double lanczos_s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!eig) return fail(eig.status().message());
-    std::printf("| %s | %s | %s | %.2f | %s | %.4g (%.2g) | %.4g (%.2g) | %lld%s | %.2f |\n", when,
-                mmm(grad).c_str(), mmm(hvp).c_str(), hvp.median / grad.median, mmm(build).c_str(), eig->lambda_min(),
+    std::printf("| %s | %s | %s | %.2f | %s | %s | %.4g (%.2g) | %.4g (%.2g) | %lld%s | %.2f |\n", when,
+                mmm(grad).c_str(), mmm(hvp).c_str(), hvp.median / grad.median, graph_ms.c_str(), mmm(build).c_str(), eig->lambda_min(),
                 eig->smallest.front().residual, eig->lambda_max(), eig->largest.front().residual,
                 static_cast<long long>(eig->hvp_count), eig->converged ? "" : " (not converged)", lanczos_s);
   }

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   trainer::Perturber none{trainer::Perturbation{}};
   bench::Spread bare{};
   {
-    trainer::SideStream stream(device);
+    gpu::SideStream stream(device);
     trainer::TrainStep step(**model, none, trainer::DeviceAdam::Options{}, mode == "graph");
     int64_t i = 0;
     auto run = [&](int64_t n) {

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "saddlescope/gpu/graph.h"
+
 namespace saddlescope::probes {
 
 at::Tensor flatten(const std::vector<at::Tensor>& tensors, const std::vector<at::Tensor>& like) {
@@ -33,7 +35,7 @@ std::vector<at::Tensor> unflatten(const at::Tensor& flat, const std::vector<at::
   return views;
 }
 
-Result<HessianOperator> make_hvp(const LossFn& loss_fn, const std::vector<at::Tensor>& params) {
+Result<HessianOperator> make_hvp(const LossFn& loss_fn, const std::vector<at::Tensor>& params, bool graph_on) {
   if (params.empty()) return Status::Error("make_hvp: no parameters");
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
@@ -47,6 +49,8 @@ Result<HessianOperator> make_hvp(const LossFn& loss_fn, const std::vector<at::Te
   // The graph of the gradient is built once and kept: each HVP is then one backward pass through it.
   struct Graph {
     std::vector<at::Tensor> params, grads;
+    at::Tensor v, hv;                         // a captured HVP's input and output
+    std::shared_ptr<gpu::GraphedWork> work;   // the capture, with graph_on on CUDA
   };
   auto graph = std::make_shared<Graph>();
   graph->params = params;
@@ -65,10 +69,10 @@ Result<HessianOperator> make_hvp(const LossFn& loss_fn, const std::vector<at::Te
   H.options = torch::TensorOptions().dtype(params[0].scalar_type()).device(params[0].device());
   H.loss = loss.detach().to(torch::kFloat64).item<double>();
   H.gradient = flatten(graph->grads, params);
-  H.apply = [graph, n = H.n, options = H.options](const at::Tensor& v) {
-    SADDLESCOPE_CHECK(v.numel() == n);
+  // H·v for a flat v of the parameters' dtype and device: one backward pass through the kept graph.
+  auto product = [graph, n = H.n, options = H.options](const at::Tensor& v) {
     torch::AutoGradMode hvp_grad_mode(true);
-    std::vector<at::Tensor> vs = unflatten(v.detach().to(options).contiguous(), graph->params);
+    std::vector<at::Tensor> vs = unflatten(v, graph->params);
     // g·v over the gradients that depend on the parameters (a constant gradient has no curvature).
     at::Tensor gv;
     for (size_t i = 0; i < vs.size(); ++i) {
@@ -81,6 +85,23 @@ Result<HessianOperator> make_hvp(const LossFn& loss_fn, const std::vector<at::Te
     auto hv = torch::autograd::grad({gv}, graph->params, {}, /*retain_graph=*/true,
                                     /*create_graph=*/false, /*allow_unused=*/true);
     return flatten(hv, graph->params);
+  };
+  if (!graph_on || !params[0].is_cuda()) {
+    H.apply = [product, n = H.n, options = H.options](const at::Tensor& v) {
+      SADDLESCOPE_CHECK(v.numel() == n);
+      return product(v.detach().to(options).reshape(-1).contiguous());
+    };
+    return H;
+  }
+  // Replays read v from and write H·v to fixed buffers; the caller gets a copy it may keep.
+  graph->v = torch::empty({H.n}, H.options);
+  graph->hv = torch::empty({H.n}, H.options);
+  graph->work = std::make_shared<gpu::GraphedWork>(true, "curvature:graph=false", /*warmup=*/1);
+  H.apply = [graph, product, n = H.n](const at::Tensor& v) {
+    SADDLESCOPE_CHECK(v.numel() == n);
+    graph->v.copy_(v.detach().reshape(-1));
+    graph->work->run([&] { graph->hv.copy_(product(graph->v)); });
+    return graph->hv.clone();
   };
   return H;
 }

@@ -56,7 +56,7 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
   if (spec.get_bool("float64") && !model.float64)
     return Status::Error("probe '" + spec.text + "': this model has no float64 copy");
   auto [params, loss] = target(spec, model);
-  auto H = make_hvp(loss, params);
+  auto H = make_hvp(loss, params, spec.get_bool("graph"));
   if (!H) return H.status();
   // Seeded per step, so that a probe's result at a step does not depend on what ran before.
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(spec.get_int("seed")) * 1000003u +
@@ -127,7 +127,7 @@ class CurvatureProbe : public Probe {
   Status complete(const ModelView& model) {
     Clock::time_point t0 = Clock::now();
     auto [params, loss] = target(spec_, model);
-    auto H = make_hvp(loss, params);
+    auto H = make_hvp(loss, params);  // one HVP: nothing to replay
     if (!H) return H.status();
     at::Tensor hv1 = H->apply(pending_->m.eig.smallest.front().vector);
     at::Tensor step = flatten(params, params) - pending_->m.theta;

@@ -16,7 +16,7 @@
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/adam.h"
-#include "saddlescope/trainer/graph.h"
+#include "saddlescope/gpu/graph.h"
 #include "saddlescope/trainer/model.h"
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/config.h"
@@ -208,7 +208,7 @@ Status train_loop(Run& run, const Dataset& data, std::shared_ptr<Model> model, P
     return step == 0 || (cfg.snapshot_every > 0 && step % cfg.snapshot_every == 0);
   };
 
-  SideStream stream(device);  // CUDA graphs are captured and replayed off the default stream
+  gpu::SideStream stream(device);  // CUDA graphs are captured and replayed off the default stream
   TrainStep train_step(*model, perturb, adam, device.is_cuda() && cfg.execution.cuda_graph);
 
   // Per-step metrics stay on the device and are read once per log window: no sync inside a step.
@@ -393,8 +393,10 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
   if (!model) return model.status();
   int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes({*spec}, n_params));
-  Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), torch::Device(cfg.execution.device), dtype_of(cfg));
+  torch::Device device(cfg.execution.device);
+  Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), device, dtype_of(cfg));
   probes::ModelView view = model_view(*model, batches.probe_set(probe_examples_needed({*spec})));
+  gpu::SideStream stream(device);  // as in training: the probe's HVP graphs are captured off the default stream
   auto j = probes::evaluate_curvature(*spec, view);
   if (!j) return j.status();
   (*j)["parameters"] = cfg.init_from.empty() ? "initial (seed " + std::to_string(cfg.seed) + ")" : cfg.init_from;

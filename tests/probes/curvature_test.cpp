@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "saddlescope/gpu/graph.h"
 #include "saddlescope/probes/hvp.h"
 #include "saddlescope/probes/lanczos.h"
 #include "saddlescope/probes/spectrum.h"
@@ -298,6 +299,36 @@ TEST(Hvp, Float64CopyOfAFloat32Model) {
   std::printf("[ max diff ] float32 vs float64 HVP rel %.3g\n", diff);
   EXPECT_LE(diff, 1e-5);
   EXPECT_GT(diff, 0.0);  // they are different computations
+}
+
+// graph=true: on CUDA one HVP is captured and replayed; the replays must give the eager products' bits
+// (the same kernels on the same buffers), and Lanczos the same eigenpairs. On the CPU graph is ignored.
+TEST(Hvp, GraphedProductsGiveTheBitsOfEagerOnes) {
+  const bool cuda = torch::cuda::is_available() && gpu::cuda_graphs_available();
+  const auto device = cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  const auto f32 = torch::TensorOptions().device(device);
+  auto gen = at::detail::createCPUGenerator(5);
+  auto rnd = [&](std::vector<int64_t> shape) { return torch::randn(shape, gen).to(device); };
+  Mlp mlp{rnd({64, 32}), rnd({64}), rnd({8, 64}), rnd({8}), rnd({256, 32}), rnd({256, 8})};
+  for (auto& p : mlp.params()) p.requires_grad_(true);
+  gpu::SideStream stream(device);
+  auto eager = make_hvp([&] { return mlp.loss(); }, mlp.params());
+  auto graphed = make_hvp([&] { return mlp.loss(); }, mlp.params(), /*graph=*/true);
+  ASSERT_TRUE(eager.ok() && graphed.ok());
+  for (int i = 0; i < 5; ++i) {  // the eager call, the capture, then replays
+    torch::Tensor v = torch::randn({eager->n}, gen).to(f32);
+    torch::Tensor a = eager->apply(v), b = graphed->apply(v);
+    ASSERT_TRUE(torch::equal(a, b)) << "product " << i << ": max diff " << (a - b).abs().max().item<double>();
+  }
+  LanczosOptions lo;
+  lo.tol = 1e-4;
+  auto g1 = at::detail::createCPUGenerator(9), g2 = at::detail::createCPUGenerator(9);
+  auto r1 = lanczos_extreme(*eager, lo, g1), r2 = lanczos_extreme(*graphed, lo, g2);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(r1->lambda_min(), r2->lambda_min());
+  EXPECT_EQ(r1->lambda_max(), r2->lambda_max());
+  EXPECT_EQ(r1->hvp_count, r2->hvp_count);
+  if (!cuda) GTEST_SKIP() << "no CUDA device: graph=true was checked to be ignored on the CPU";
 }
 
 TEST(Trajectory, HessianLipschitzOfCubic) {

@@ -1,6 +1,6 @@
 // CUDA-graph steps give the bits of eager steps. These need a CUDA device: on a CPU-only build they
 // skip (the CPU runs every step eagerly); they run on the GPU host.
-#include "saddlescope/trainer/graph.h"
+#include "saddlescope/gpu/graph.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace saddlescope::trainer {
 namespace {
 
-bool have_cuda() { return cuda_graphs_available() && torch::cuda::is_available(); }
+bool have_cuda() { return gpu::cuda_graphs_available() && torch::cuda::is_available(); }
 
 std::string bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -77,8 +77,8 @@ TEST(CudaGraph, WarmsUpCapturesOnceThenReplays) {
   if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
   torch::Tensor count = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
   {
-    SideStream stream(count.device());
-    GraphedWork work(true, 2);
+    gpu::SideStream stream(count.device());
+    gpu::GraphedWork work(true, "test", 2);
     int host_calls = 0;
     auto fn = [&] {
       ++host_calls;
@@ -94,7 +94,7 @@ TEST(CudaGraph, WarmsUpCapturesOnceThenReplays) {
 }
 
 TEST(CudaGraph, DisabledRunsEverythingEagerly) {
-  GraphedWork work(false);
+  gpu::GraphedWork work(false);
   int calls = 0;
   for (int i = 0; i < 4; ++i) work.run([&] { ++calls; });
   EXPECT_EQ(calls, 4);

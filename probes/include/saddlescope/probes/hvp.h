@@ -50,8 +50,13 @@ std::vector<at::Tensor> unflatten(const at::Tensor& flat, const std::vector<at::
 // of a deterministic function.
 // Returns an error when params is empty, a parameter does not require grad, the parameters disagree
 // in dtype or device, or loss() is not a scalar that depends on the parameters.
-// REQUIRES: the parameters are not modified while the operator is in use.
-Result<HessianOperator> make_hvp(const LossFn& loss, const std::vector<at::Tensor>& params);
+// graph: on CUDA, capture one HVP as a CUDA graph (after one eager call) and replay it for the
+// others — the same kernels on the same buffers, so the same bits, without launching each of an HVP's
+// hundreds of small kernels from the host. Ignored on the CPU. A capture that fails throws, naming
+// the probe's graph key.
+// REQUIRES: the parameters are not modified while the operator is in use; with graph on CUDA, the
+// operator is built and applied inside one gpu::SideStream.
+Result<HessianOperator> make_hvp(const LossFn& loss, const std::vector<at::Tensor>& params, bool graph = false);
 
 // Copies parameter values `from` into `to` (e.g. a float32 model into its float64 copy), converting
 // dtype and device. Returns an error naming the index when the lists or shapes differ.

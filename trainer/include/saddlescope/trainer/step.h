@@ -15,7 +15,7 @@
 #include <torch/types.h>
 
 #include "saddlescope/trainer/adam.h"
-#include "saddlescope/trainer/graph.h"
+#include "saddlescope/gpu/graph.h"
 #include "saddlescope/trainer/model.h"
 #include "saddlescope/trainer/perturbation.h"
 
@@ -46,7 +46,7 @@ class TrainStep {
   torch::Tensor flat_;                 // every parameter; its grad() holds every gradient
   DeviceAdam adam_;
   bool graphs_;
-  GraphedWork compute_graph_, update_graph_;
+  gpu::GraphedWork compute_graph_, update_graph_;
   torch::Tensor input_, loss_, norm_;
 };
 

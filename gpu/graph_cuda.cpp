@@ -1,9 +1,10 @@
 // graph.h with LibTorch's CUDA graphs (at::cuda::CUDAGraph).
-#include "saddlescope/trainer/graph.h"
+#include "saddlescope/gpu/graph.h"
 
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -11,7 +12,7 @@
 
 #include "saddlescope/base/status.h"
 
-namespace saddlescope::trainer {
+namespace saddlescope::gpu {
 
 bool cuda_graphs_available() { return true; }
 
@@ -36,7 +37,8 @@ struct GraphedWork::Graph {
   at::cuda::CUDAGraph graph;
 };
 
-GraphedWork::GraphedWork(bool enabled, int warmup) : enabled_(enabled), warmup_(warmup) {}
+GraphedWork::GraphedWork(bool enabled, std::string off_switch, int warmup)
+    : enabled_(enabled), off_switch_(std::move(off_switch)), warmup_(warmup) {}
 GraphedWork::~GraphedWork() = default;
 
 void GraphedWork::run(const std::function<void()>& fn, bool eager) {
@@ -53,7 +55,7 @@ void GraphedWork::run(const std::function<void()>& fn, bool eager) {
       g->graph.capture_end();
     } catch (const std::exception& e) {
       std::string what = e.what();
-      throw std::runtime_error("CUDA graph capture failed (cuda_graph = false runs the step eagerly): " +
+      throw std::runtime_error("CUDA graph capture failed (" + off_switch_ + " runs it eagerly): " +
                                what.substr(0, what.find('\n')));
     }
     graph_ = std::move(g);
@@ -61,4 +63,4 @@ void GraphedWork::run(const std::function<void()>& fn, bool eager) {
   graph_->graph.replay();
 }
 
-}  // namespace saddlescope::trainer
+}  // namespace saddlescope::gpu

@@ -1,9 +1,11 @@
 // graph.h for a LibTorch without CUDA: nothing to capture, every run is eager.
-#include "saddlescope/trainer/graph.h"
+#include "saddlescope/gpu/graph.h"
+
+#include <utility>
 
 #include "saddlescope/base/status.h"
 
-namespace saddlescope::trainer {
+namespace saddlescope::gpu {
 
 bool cuda_graphs_available() { return false; }
 
@@ -12,10 +14,11 @@ SideStream::SideStream(torch::Device device) { SADDLESCOPE_CHECK(!device.is_cuda
 SideStream::~SideStream() = default;
 
 struct GraphedWork::Graph {};
-GraphedWork::GraphedWork(bool enabled, int warmup) : enabled_(enabled), warmup_(warmup) {
+GraphedWork::GraphedWork(bool enabled, std::string off_switch, int warmup)
+    : enabled_(enabled), off_switch_(std::move(off_switch)), warmup_(warmup) {
   SADDLESCOPE_CHECK(!enabled);
 }
 GraphedWork::~GraphedWork() = default;
 void GraphedWork::run(const std::function<void()>& fn, bool) { fn(); }
 
-}  // namespace saddlescope::trainer
+}  // namespace saddlescope::gpu

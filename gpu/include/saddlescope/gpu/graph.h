@@ -1,14 +1,16 @@
-// CUDA graphs for the training step: device work captured once and replayed, the same kernels on the
-// same buffers (so the same bits as running it eagerly) without launching each kernel from the host —
-// an eager PredNet step is thousands of tiny launches. In a build without CUDA these do nothing.
+// CUDA graphs for the training step and the curvature probe's HVPs: device work captured once and
+// replayed, the same kernels on the same buffers (so the same bits as running it eagerly) without
+// launching each kernel from the host — an eager PredNet step is thousands of tiny launches. In a build
+// without CUDA these do nothing.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <torch/types.h>
 
-namespace saddlescope::trainer {
+namespace saddlescope::gpu {
 
 // Whether this build can capture CUDA graphs.
 bool cuda_graphs_available();
@@ -35,11 +37,11 @@ class SideStream {
 // the same ones on every replay). run(fn, true) calls fn eagerly whatever the state (steps that must
 // observe the ops, such as op taps); it gives the same results as a replay.
 // Disabled (the CPU, or graphs off) run() always calls fn. A capture that fails throws, naming the
-// cuda_graph key.
+// `off_switch` (the setting that turns the capture off, for the message).
 class GraphedWork {
  public:
   // REQUIRES: !enabled || cuda_graphs_available(); when enabled, run() inside a SideStream.
-  explicit GraphedWork(bool enabled, int warmup = 2);
+  explicit GraphedWork(bool enabled, std::string off_switch = "cuda_graph = false", int warmup = 2);
   ~GraphedWork();
   GraphedWork(const GraphedWork&) = delete;
   GraphedWork& operator=(const GraphedWork&) = delete;
@@ -51,7 +53,8 @@ class GraphedWork {
   struct Graph;  // at::cuda::CUDAGraph, in the CUDA build
   std::unique_ptr<Graph> graph_;
   bool enabled_;
+  std::string off_switch_;
   int warmup_, calls_ = 0;
 };
 
-}  // namespace saddlescope::trainer
+}  // namespace saddlescope::gpu
