@@ -2,7 +2,8 @@
 // nt = 10, L0), eager or CUDA graphs, min/median/max over repeats; and the trainer's own overhead
 // (data generation, metrics, logging) as the full `train()`'s time per step over the bare step's.
 // Usage: bench_prednet DEVICE BATCH MODE THREADS STEPS REPEATS [trainer]
-//   MODE: eager | graph (graph needs cuda);  trainer: also time train() (2 runs, STEPS and 3*STEPS)
+//   MODE: eager | graph (graph needs cuda);  trainer: also time train() (REPEATS pairs of runs, STEPS and
+//   3*STEPS steps, each timed after its step 20: min/median/max per step, and the overhead of the medians)
 // Prints one markdown table row. Needs MNIST in $SADDLESCOPE_DATA_DIR or data/.
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/base/remove_tree.h"
+#include "saddlescope/store/csv.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/execution.h"
@@ -86,20 +88,32 @@ int main(int argc, char** argv) {
 
   std::string overhead = "";
   if (trainer_overhead) {
-    // Two runs of the trainer, STEPS and 3*STEPS long: their difference cancels start-up, capture and
-    // the step-0 snapshot, leaving the per-step cost of the whole loop.
-    std::vector<double> seconds;
-    for (int64_t n : {steps, 3 * steps}) {
-      trainer::RunConfig c = *cfg;
-      c.steps = n;
-      c.log_every = std::min<int64_t>(100, n);
-      (void)remove_tree(c.out);
-      auto r = trainer::train(c, {false, nullptr});
-      if (!r) return fail(r.status().message());
-      seconds.push_back(r->train_s);
+    // Pairs of trainer runs, STEPS and 3*STEPS long. Each run's steady part is its time after step
+    // kSettled (warm-up, capture and the first chunk of data are behind it; metrics.csv's wall_s), so
+    // start-up, whose cost varies by a few hundred ms from run to run, drops out; the difference of a
+    // pair over 2*STEPS steps is the per-step cost of the whole loop, chunk switches and metric reads
+    // included. REPEATS pairs give its spread.
+    constexpr int64_t kSettled = 20;
+    if (steps <= kSettled) return fail("trainer overhead needs STEPS > 20");
+    std::vector<double> per_step_ms;
+    for (int r = 0; r < repeats; ++r) {
+      double steady[2];
+      for (int64_t i : {0, 1}) {
+        trainer::RunConfig c = *cfg;
+        c.steps = (1 + 2 * i) * steps;
+        c.log_every = std::min<int64_t>(100, c.steps);
+        (void)remove_tree(c.out);
+        auto run = trainer::train(c, {false, nullptr});
+        if (!run) return fail(run.status().message());
+        auto metrics = store::read_csv(run->run_dir + "/metrics.csv");
+        if (!metrics) return fail(metrics.status().message());
+        steady[i] = run->train_s - metrics->rows[kSettled][metrics->column("wall_s")];
+      }
+      per_step_ms.push_back((steady[1] - steady[0]) * 1e3 / static_cast<double>(2 * steps));
     }
-    double per_step_ms = (seconds[1] - seconds[0]) * 1e3 / static_cast<double>(2 * steps);
-    overhead = fmt::format(" {:.2f} | {:+.1f}% |", per_step_ms, 100 * (per_step_ms / bare.median - 1));
+    bench::Spread t = bench::spread(per_step_ms);
+    overhead = fmt::format(" {:.2f} / {:.2f} / {:.2f} ({:+.1f}%) |", t.min, t.median, t.max,
+                           100 * (t.median / bare.median - 1));
     (void)remove_tree(cfg->out);
   }
   nlohmann::json fp = trainer::environment_fingerprint();
