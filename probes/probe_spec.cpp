@@ -34,7 +34,7 @@ const std::vector<Probe>& probes() {
         {"graph", Type::kBool, "true", 0}}},
       {"symmetry", {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}}},
       {"ops",
-       {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},
+       {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},
         {"only", Type::kNames, "", 0}, {"wgrad", Type::kBool, "true", 0}, {"seed", Type::kInt, "0", 0}}},
   };
   return p;

@@ -242,7 +242,7 @@ const std::vector<Key>& keys() {
       {"probe", Kind::kStringList,
        "probes, repeatable: curvature[:every=2500,k=1,tol=0.001,iters=100,batch=256 (prednet: 8),float64=false,trace=0,"
        "slq=0,slq_steps=40,vectors=false,seed=0,graph=true,at=S+S], symmetry[:every=100,at=S+S] or "
-       "ops[:every=100,k=8,only=NAME+NAME,wgrad=true,seed=0,at=S+S]",
+       "ops[:every=1000,k=8,only=NAME+NAME,wgrad=true,seed=0,at=S+S]",
        [](RunConfig& c, const Value& v) -> std::string {
          // Checked now, resolved by resolve() once the model (and so its probe defaults) is known.
          c.probes.clear();

@@ -192,10 +192,10 @@ TEST(Cli, OpTapsAndTheirSummary) {
   std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 20 --batch-size 4 --out " + dir.path();
   // The spec is named as resolved (every option written out), as the run's config records it.
   expect_error("train --probe ops:k=20 " + common,
-               "probe 'ops:every=100,k=20,seed=0,wgrad=true': k = 20 exceeds the 16 output elements of encoder.fc2 "
+               "probe 'ops:every=1000,k=20,seed=0,wgrad=true': k = 20 exceeds the 16 output elements of encoder.fc2 "
                "(at this batch size)");
   expect_error("train --probe ops:only=encoder.fc7 " + common,
-               "probe 'ops:every=100,k=8,only=encoder.fc7,seed=0,wgrad=true': no op is named 'encoder.fc7' in this model (its ops: encoder.fc1, "
+               "probe 'ops:every=1000,k=8,only=encoder.fc7,seed=0,wgrad=true': no op is named 'encoder.fc7' in this model (its ops: encoder.fc1, "
                "encoder.fc1.relu, encoder.fc2, encoder.fc2.relu, decoder.fc1, decoder.fc1.relu, decoder.fc2, "
                "decoder.fc2.sigmoid, loss)");
   Output o = run("train --probe ops:every=10,k=3 " + common);
