@@ -20,7 +20,8 @@ const std::vector<std::string> kOpsColumns = {"step",      "op",    "phase", "in
 
 const std::vector<std::string> kOpsSummaryColumns = {
     "op",       "phase",  "kernel",         "dtype",       "samples",         "measured",
-    "beyond",   "fraction_beyond", "median_abs_ulp", "max_abs_ulp", "max_bound_ratio", "nonfinite"};
+    "beyond",   "fraction_beyond", "median_abs_ulp", "max_abs_ulp", "max_bound_ratio", "nonfinite",
+    "zero_terms"};
 
 namespace {
 
@@ -72,6 +73,7 @@ std::vector<OpSummary> summarize_ops(const std::vector<OpRow>& rows) {
       }
       ++s.measured;
       s.beyond += r->flag == "beyond";
+      s.zero_terms += r->flag == "beyond" && std::isinf(r->bound_ratio);  // error > 0 = bound
       ulps.push_back(std::fabs(r->ulp_error));
       max_ratio = std::isnan(max_ratio) ? r->bound_ratio : std::max(max_ratio, r->bound_ratio);
     }
@@ -121,10 +123,10 @@ Status write_ops_summary(const std::string& path, const std::vector<OpSummary>& 
   for (size_t i = 0; i < kOpsSummaryColumns.size(); ++i) csv += (i ? "," : "") + kOpsSummaryColumns[i];
   csv += "\n";
   for (const auto& s : summaries)
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", s.op, s.phase, s.kernel, s.dtype, s.samples,
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.op, s.phase, s.kernel, s.dtype, s.samples,
                        s.measured, s.beyond, store::format_double(s.fraction_beyond),
                        store::format_double(s.median_abs_ulp), store::format_double(s.max_abs_ulp),
-                       store::format_double(s.max_bound_ratio), s.nonfinite);
+                       store::format_double(s.max_bound_ratio), s.nonfinite, s.zero_terms);
   return store::write_file_atomic(path, csv);
 }
 
@@ -140,11 +142,11 @@ std::string percent(double fraction) {
 
 std::string ops_markdown(const std::vector<OpSummary>& summaries) {
   std::string md =
-      "| op | phase | dtype | samples | median \\|ULP\\| | max \\|ULP\\| | beyond bound | max error/bound | "
-      "non-finite |\n|---|---|---|---|---|---|---|---|---|\n";
+      "| op | phase | dtype | samples | median \\|ULP\\| | max \\|ULP\\| | beyond bound | of which all terms 0 | "
+      "max error/bound | non-finite |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : summaries)
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n", s.op, s.phase, s.dtype, s.samples,
-                      g(s.median_abs_ulp), g(s.max_abs_ulp), s.beyond, percent(s.fraction_beyond),
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n", s.op, s.phase, s.dtype, s.samples,
+                      g(s.median_abs_ulp), g(s.max_abs_ulp), s.beyond, percent(s.fraction_beyond), s.zero_terms,
                       g(s.max_bound_ratio), s.nonfinite);
   return md;
 }
@@ -171,7 +173,8 @@ std::string ops_comparison_markdown(const std::vector<std::string>& labels,
   for (const auto& key : order) {
     md += fmt::format("| {} | {} | {} |", std::get<0>(key), std::get<1>(key), std::get<2>(key));
     for (const OpSummary* s : cells[key])
-      md += s ? fmt::format(" {} / {} ({}) |", g(s->median_abs_ulp), g(s->max_abs_ulp), percent(s->fraction_beyond))
+      md += s ? fmt::format(" {} / {} ({}{}) |", g(s->median_abs_ulp), g(s->max_abs_ulp), percent(s->fraction_beyond),
+                            s->zero_terms ? fmt::format("; {} with all terms 0", s->zero_terms) : "")
               : std::string(" — |");
     md += "\n";
   }

@@ -222,6 +222,23 @@ TEST(OpTaps, CorruptedValuesAreFlaggedBeyondTheBound) {
   }
 }
 
+// A beyond row whose terms are all exactly zero (bound 0, ratio infinite) is counted apart: rounding
+// of a sum of zeros gives zero, so such a result says the kernel is not computing that sum.
+TEST(OpTaps, ResultsFromAllZeroTermsAreCountedApart) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<OpRow> rows = {{0, "conv", "wgrad", "conv2d", "float32", "within", 0.5, 0.01},
+                             {0, "conv", "wgrad", "conv2d", "float32", "beyond", 12.0, 3.0},
+                             {0, "conv", "wgrad", "conv2d", "float32", "beyond", 5e28, inf},
+                             {2, "conv", "wgrad", "conv2d", "float32", "within", 0.0, 0.0}};
+  auto s = summarize_ops(rows);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].beyond, 2);
+  EXPECT_EQ(s[0].zero_terms, 1);
+  EXPECT_NE(ops_markdown(s).find("| 2 (50%) | 1 |"), std::string::npos) << ops_markdown(s);
+  EXPECT_NE(ops_comparison_markdown({"cuda"}, {s}).find("(50%; 1 with all terms 0)"), std::string::npos)
+      << ops_comparison_markdown({"cuda"}, {s});
+}
+
 TEST(OpTaps, NonFiniteInputsAreReportedAsSuch) {
   testing::TempDir dir;
   std::vector<TapOp> ops = {{"fc", "linear", 6, 6, 1}, {"fc.relu", "relu", 6, 0, 1}};
@@ -254,7 +271,7 @@ TEST(OpTaps, NonFiniteInputsAreReportedAsSuch) {
     EXPECT_EQ(s.measured, 0);
     EXPECT_TRUE(std::isnan(s.median_abs_ulp));
   }
-  EXPECT_NE(ops_markdown(summarize_ops(*rows)).find("| fc | wgrad | float32 | 6 | — | — | 0 (—) | — | 6 |"),
+  EXPECT_NE(ops_markdown(summarize_ops(*rows)).find("| fc | wgrad | float32 | 6 | — | — | 0 (—) | 0 | — | 6 |"),
             std::string::npos)
       << ops_markdown(summarize_ops(*rows));
 }

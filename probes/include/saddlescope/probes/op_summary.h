@@ -44,6 +44,10 @@ struct OpSummary {
   int64_t samples = 0;      // rows
   int64_t measured = 0;     // rows flagged within or beyond
   int64_t beyond = 0;       // rows flagged beyond
+  // Beyond rows whose every term is exactly zero (bound 0) yet whose result is not: no sum of the
+  // products, in any order or precision, gives that — the kernel computes something else (a transform
+  // algorithm's residue, for example), not rounding.
+  int64_t zero_terms = 0;
   int64_t nonfinite = 0;    // rows with a non-finite exact or observed value (the four other flags)
   double median_abs_ulp = 0, max_abs_ulp = 0;  // over measured rows; NaN when there are none
   double fraction_beyond = 0;                  // beyond / measured; NaN when measured == 0
