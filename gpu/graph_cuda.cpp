@@ -1,12 +1,15 @@
 // graph.h with LibTorch's CUDA graphs (at::cuda::CUDAGraph).
 #include "saddlescope/gpu/graph.h"
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -20,12 +23,31 @@ struct SideStream::Impl {
   std::optional<c10::cuda::CUDAStreamGuard> guard;
 };
 
+namespace {
+
+// The side stream of `device`: drawn from LibTorch's pool once, then the same for the whole process.
+// A fresh pool stream per SideStream made every training after the first in a process slow: on the
+// H200 the second and third train() of one process replayed PredNet's step graph at 9.39 and 9.36
+// ms/step against 8.20 for the first, and at 8.19 and 8.20 when they got the first one's stream back
+// (2026-12-03; why a stream matters was not found).
+c10::cuda::CUDAStream side_stream(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::map<c10::DeviceIndex, c10::cuda::CUDAStream> streams;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < 0) device = c10::cuda::current_device();  // "cuda" and "cuda:0" are one device
+  auto it = streams.find(device);
+  if (it == streams.end()) it = streams.emplace(device, c10::cuda::getStreamFromPool(false, device)).first;
+  return it->second;
+}
+
+}  // namespace
+
 SideStream::SideStream(torch::Device device) {
   if (!device.is_cuda()) return;
   // Work already queued on the default stream (the model's weights, the data) must be done first.
   c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
   impl_ = std::make_unique<Impl>();
-  impl_->guard.emplace(c10::cuda::getStreamFromPool(false, device.index()));
+  impl_->guard.emplace(side_stream(device.index()));
 }
 
 SideStream::~SideStream() {

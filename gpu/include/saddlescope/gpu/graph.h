@@ -15,9 +15,9 @@ namespace saddlescope::gpu {
 // Whether this build can capture CUDA graphs.
 bool cuda_graphs_available();
 
-// While alive, device work on `device` goes to a stream of its own: a graph cannot be captured on the
-// default stream, and warm-up, capture and replay must share a stream (cuBLAS keeps a workspace per
-// stream). Waits for the device before and after. A no-op for the CPU.
+// While alive, device work on `device` goes to its side stream, one stream for the whole process: a
+// graph cannot be captured on the default stream, and warm-up, capture and replay must share a stream
+// (cuBLAS keeps a workspace per stream). Waits for the device before and after. A no-op for the CPU.
 class SideStream {
  public:
   explicit SideStream(torch::Device device);
