@@ -2,11 +2,14 @@
 // nt = 10, L0), eager or CUDA graphs, min/median/max over repeats; and the trainer's own overhead
 // (data generation, metrics, logging) as the full `train()`'s time per step over the bare step's.
 // Usage: bench_prednet DEVICE BATCH MODE THREADS STEPS REPEATS [trainer]
-//   MODE: eager | graph (graph needs cuda);  trainer: also time train() (REPEATS pairs of runs, STEPS and
-//   3*STEPS steps, each timed after its step 20: min/median/max per step, and the overhead of the medians)
+//   MODE: eager | graph (graph needs cuda);  trainer: also time train() (REPEATS runs of STEPS steps, each
+//   in a process of its own, timed between metric reads: min/median/max per step, and the overhead of
+//   the medians)
 // Prints one markdown table row. Needs MNIST in $SADDLESCOPE_DATA_DIR or data/.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,57 @@ int fail(const std::string& m) {
   return 1;
 }
 
+// REPEATS trainer runs of STEPS steps, ms per step each. The trainer reads its metrics every kWindow
+// steps, which waits for the device, so the step after a read starts on an idle device: metrics.csv's
+// wall_s at such steps are device-synchronised clocks. Their difference over whole windows from step
+// kWindow on is the loop's true cost per step, chunk switches and metric reads included, with start-up
+// (capture, the first chunk; a few hundred ms that vary between runs) left out. Between reads the host
+// runs ahead of the device, so other steps' wall_s would not do.
+Result<std::vector<double>> trainer_ms(const trainer::RunConfig& cfg, int repeats) {
+  constexpr int64_t kWindow = 100;
+  if (cfg.steps < 3 * kWindow || cfg.steps % kWindow != 0)
+    return Status::Error("trainer overhead needs STEPS a multiple of 100, >= 300");
+  std::vector<double> per_step_ms;
+  for (int r = 0; r < repeats; ++r) {
+    trainer::RunConfig c = cfg;
+    c.log_every = kWindow;
+    (void)remove_tree(c.out);
+    auto run = trainer::train(c, {false, nullptr});
+    if (!run) return run.status();
+    auto metrics = store::read_csv(run->run_dir + "/metrics.csv");
+    if (!metrics) return metrics.status();
+    const int wall = metrics->column("wall_s");
+    const int64_t first = kWindow, last = cfg.steps - kWindow;
+    per_step_ms.push_back((metrics->rows[last][wall] - metrics->rows[first][wall]) * 1e3 /
+                          static_cast<double>(last - first));
+  }
+  (void)remove_tree(cfg.out);
+  return per_step_ms;
+}
+
+// trainer_ms, each repeat in a fresh process (this program with `trainer-only` and one repeat), as
+// `saddlescope train` runs: what a process did before can change a run's speed (on the H200 a second
+// train() in one process once ran 14% slower than the first; see gpu::SideStream).
+Result<std::vector<double>> trainer_ms_alone(char** argv, int repeats) {
+  std::error_code ec;
+  std::string cmd = "'" + std::filesystem::read_symlink("/proc/self/exe", ec).string() + "'";  // not the shell's
+  if (ec) return Status::Error("/proc/self/exe: " + ec.message());
+  for (int i = 1; i <= 5; ++i) cmd += std::string(" '") + argv[i] + "'";
+  cmd += " 1 trainer-only";  // its errors go to our stderr
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return Status::Error("cannot run " + cmd);
+    std::string out;
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    double x;
+    if (::pclose(p) != 0 || !(std::istringstream(out) >> x)) return Status::Error("trainer-only run failed (its errors above)");
+    ms.push_back(x);
+  }
+  return ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,7 +95,9 @@ int main(int argc, char** argv) {
   const std::string device_name = argv[1], batch = argv[2], mode = argv[3], threads = argv[4];
   const int64_t steps = std::stoll(argv[5]);
   const int repeats = std::stoi(argv[6]);
-  const bool trainer_overhead = argc > 7 && std::string(argv[7]) == "trainer";
+  const std::string extra = argc > 7 ? argv[7] : "";
+  if (!extra.empty() && extra != "trainer" && extra != "trainer-only")
+    return fail("the last argument must be trainer, got '" + extra + "'");
   if (mode != "eager" && mode != "graph") return fail("MODE must be eager or graph, got '" + mode + "'");
 
   trainer::ConfigBuilder b;
@@ -59,6 +115,12 @@ int main(int argc, char** argv) {
   auto data = trainer::load_dataset(*cfg);
   if (!data) return fail(data.status().message());
   torch::Device device(device_name);
+  if (extra == "trainer-only") {  // the child of trainer_ms_alone
+    auto ms = trainer_ms(*cfg, repeats);
+    if (!ms) return fail(ms.status().message());
+    for (double x : *ms) std::printf("%.6f\n", x);
+    return 0;
+  }
 
   // The bare step: the trainer's TrainStep on batches generated beforehand.
   auto model = trainer::make_model(*cfg, *data);
@@ -87,34 +149,12 @@ int main(int argc, char** argv) {
   }
 
   std::string overhead = "";
-  if (trainer_overhead) {
-    // Pairs of trainer runs, STEPS and 3*STEPS long. Each run's steady part is its time after step
-    // kSettled (warm-up, capture and the first chunk of data are behind it; metrics.csv's wall_s), so
-    // start-up, whose cost varies by a few hundred ms from run to run, drops out; the difference of a
-    // pair over 2*STEPS steps is the per-step cost of the whole loop, chunk switches and metric reads
-    // included. REPEATS pairs give its spread.
-    constexpr int64_t kSettled = 20;
-    if (steps <= kSettled) return fail("trainer overhead needs STEPS > 20");
-    std::vector<double> per_step_ms;
-    for (int r = 0; r < repeats; ++r) {
-      double steady[2];
-      for (int64_t i : {0, 1}) {
-        trainer::RunConfig c = *cfg;
-        c.steps = (1 + 2 * i) * steps;
-        c.log_every = std::min<int64_t>(100, c.steps);
-        (void)remove_tree(c.out);
-        auto run = trainer::train(c, {false, nullptr});
-        if (!run) return fail(run.status().message());
-        auto metrics = store::read_csv(run->run_dir + "/metrics.csv");
-        if (!metrics) return fail(metrics.status().message());
-        steady[i] = run->train_s - metrics->rows[kSettled][metrics->column("wall_s")];
-      }
-      per_step_ms.push_back((steady[1] - steady[0]) * 1e3 / static_cast<double>(2 * steps));
-    }
-    bench::Spread t = bench::spread(per_step_ms);
+  if (extra == "trainer") {
+    auto ms = trainer_ms_alone(argv, repeats);
+    if (!ms) return fail(ms.status().message());
+    bench::Spread t = bench::spread(*ms);
     overhead = fmt::format(" {:.2f} / {:.2f} / {:.2f} ({:+.1f}%) |", t.min, t.median, t.max,
                            100 * (t.median / bare.median - 1));
-    (void)remove_tree(cfg->out);
   }
   nlohmann::json fp = trainer::environment_fingerprint();
   std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f |%s\n", device_name.c_str(), batch.c_str(), mode.c_str(),
