@@ -37,35 +37,30 @@ int fail(const std::string& m) {
   return 1;
 }
 
-// REPEATS trainer runs of STEPS steps, ms per step each. The trainer reads its metrics every kWindow
-// steps, which waits for the device, so the step after a read starts on an idle device: metrics.csv's
-// wall_s at such steps are device-synchronised clocks. Their difference over whole windows from step
-// kWindow on is the loop's true cost per step, chunk switches and metric reads included, with start-up
-// (capture, the first chunk; a few hundred ms that vary between runs) left out. Between reads the host
-// runs ahead of the device, so other steps' wall_s would not do.
-Result<std::vector<double>> trainer_ms(const trainer::RunConfig& cfg, int repeats) {
+// One trainer run of STEPS steps, ms per step. The trainer reads its metrics every kWindow steps, which
+// waits for the device, so the step after a read starts on an idle device: metrics.csv's wall_s at
+// such steps are device-synchronised clocks. Their difference over whole windows from step kWindow on
+// is the loop's true cost per step, chunk switches and metric reads included, with start-up (capture,
+// the first chunk; a few hundred ms that vary between runs) left out. Between reads the host runs
+// ahead of the device, so other steps' wall_s would not do.
+Result<double> trainer_ms(const trainer::RunConfig& cfg) {
   constexpr int64_t kWindow = 100;
   if (cfg.steps < 3 * kWindow || cfg.steps % kWindow != 0)
     return Status::Error("trainer overhead needs STEPS a multiple of 100, >= 300");
-  std::vector<double> per_step_ms;
-  for (int r = 0; r < repeats; ++r) {
-    trainer::RunConfig c = cfg;
-    c.log_every = kWindow;
-    (void)remove_tree(c.out);
-    auto run = trainer::train(c, {false, nullptr});
-    if (!run) return run.status();
-    auto metrics = store::read_csv(run->run_dir + "/metrics.csv");
-    if (!metrics) return metrics.status();
-    const int wall = metrics->column("wall_s");
-    const int64_t first = kWindow, last = cfg.steps - kWindow;
-    per_step_ms.push_back((metrics->rows[last][wall] - metrics->rows[first][wall]) * 1e3 /
-                          static_cast<double>(last - first));
-  }
-  (void)remove_tree(cfg.out);
-  return per_step_ms;
+  trainer::RunConfig c = cfg;
+  c.log_every = kWindow;
+  (void)remove_tree(c.out);
+  auto run = trainer::train(c, {false, nullptr});
+  if (!run) return run.status();
+  auto metrics = store::read_csv(run->run_dir + "/metrics.csv");
+  (void)remove_tree(c.out);
+  if (!metrics) return metrics.status();
+  const int wall = metrics->column("wall_s");
+  const int64_t first = kWindow, last = cfg.steps - kWindow;
+  return (metrics->rows[last][wall] - metrics->rows[first][wall]) * 1e3 / static_cast<double>(last - first);
 }
 
-// trainer_ms, each repeat in a fresh process (this program with `trainer-only` and one repeat), as
+// REPEATS of trainer_ms, each in a fresh process (this program with `trainer-only`), as
 // `saddlescope train` runs: what a process did before can change a run's speed (on the H200 a second
 // train() in one process once ran 14% slower than the first; see gpu::SideStream).
 Result<std::vector<double>> trainer_ms_alone(char** argv, int repeats) {
@@ -73,7 +68,7 @@ Result<std::vector<double>> trainer_ms_alone(char** argv, int repeats) {
   std::string cmd = "'" + std::filesystem::read_symlink("/proc/self/exe", ec).string() + "'";  // not the shell's
   if (ec) return Status::Error("/proc/self/exe: " + ec.message());
   for (int i = 1; i <= 5; ++i) cmd += std::string(" '") + argv[i] + "'";
-  cmd += " 1 trainer-only";  // its errors go to our stderr
+  cmd += " 1 trainer-only";  // REPEATS is not used there; its errors go to our stderr
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
     FILE* p = ::popen(cmd.c_str(), "r");
@@ -116,9 +111,9 @@ int main(int argc, char** argv) {
   if (!data) return fail(data.status().message());
   torch::Device device(device_name);
   if (extra == "trainer-only") {  // the child of trainer_ms_alone
-    auto ms = trainer_ms(*cfg, repeats);
+    auto ms = trainer_ms(*cfg);
     if (!ms) return fail(ms.status().message());
-    for (double x : *ms) std::printf("%.6f\n", x);
+    std::printf("%.6f\n", *ms);
     return 0;
   }
 
