@@ -48,7 +48,7 @@ Result<int> rebuild_catalog(const std::string& study_dir) {
   for (const auto& d : dirs) {
     auto m = read_manifest(d);
     if (!m) return m.status();
-    manifests.push_back(std::move(*m));
+    manifests.push_back(m->to_json());
   }
 
   std::string path = (fs::path(study_dir) / "catalog.sqlite").string();

@@ -3,11 +3,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "saddlescope/base/text.h"
+#include "saddlescope/store/files.h"
 
 namespace saddlescope::store {
 
@@ -60,8 +61,16 @@ void CsvWriter::end_row() {
 }
 
 Status CsvWriter::flush() {
+  SADDLESCOPE_RETURN_IF_ERROR(injected_write_failure(path_));
   if (std::fflush(file_.get()) != 0 || std::ferror(file_.get()))
     return Status::Error(path_ + ": write failed: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+Status CsvWriter::rename_to(const std::string& path) {
+  if (std::rename(path_.c_str(), path.c_str()) != 0)
+    return Status::Error(path + ": cannot replace: " + std::strerror(errno));
+  path_ = path;
   return Status::Ok();
 }
 
@@ -78,9 +87,12 @@ int index_of(const std::vector<std::string>& columns, const std::string& name) {
 int CsvTable::column(const std::string& name) const { return index_of(columns, name); }
 int CsvText::column(const std::string& name) const { return index_of(columns, name); }
 
-Result<CsvText> read_csv_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::Error(path + ": cannot open for reading");
+Result<CsvText> read_csv_text(const std::string& path, bool ignore_torn_last_line) {
+  auto bytes = read_file(path);
+  if (!bytes) return bytes.status();
+  if (ignore_torn_last_line && !bytes->empty() && bytes->back() != '\n')
+    bytes->resize(bytes->rfind('\n') == std::string::npos ? 0 : bytes->rfind('\n') + 1);
+  std::istringstream in(*bytes);
   CsvText t;
   std::string line;
   if (!std::getline(in, line) || line.empty()) return Status::Error(path + ": empty file, expected a CSV header");

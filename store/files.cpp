@@ -1,9 +1,12 @@
 #include "saddlescope/store/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -12,6 +15,7 @@
 namespace saddlescope::store {
 
 Status write_file_atomic(const std::string& path, std::string_view content) {
+  SADDLESCOPE_RETURN_IF_ERROR(injected_write_failure(path));
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Error(path + ": cannot create: " + std::strerror(errno));
@@ -40,6 +44,26 @@ Status write_file_atomic(const std::string& path, std::string_view content) {
     return Status::Error(path + ": rename failed: " + why);
   }
   return Status::Ok();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+Status injected_write_failure(const std::string& path) {
+  static const char* spec = std::getenv("SADDLESCOPE_FAIL_WRITE");
+  if (!spec || !*spec) return Status::Ok();
+  static std::atomic<long> seen{0};
+  std::string s = spec;
+  size_t colon = s.rfind(':');
+  long nth = 1;
+  if (colon != std::string::npos) {
+    nth = std::strtol(s.c_str() + colon + 1, nullptr, 10);
+    s.resize(colon);
+  }
+  if (path.find(s) == std::string::npos || ++seen < nth) return Status::Ok();
+  return Status::Error(path + ": write failed: " + std::strerror(ENOSPC) + " (injected by SADDLESCOPE_FAIL_WRITE)");
 }
 
 Result<std::string> read_file(const std::string& path) {

@@ -25,8 +25,11 @@ class CsvWriter {
   CsvWriter& add(const std::string& v);  // REQUIRES: no comma, quote or newline in v
   // Ends the row. REQUIRES: exactly one value was added per column.
   void end_row();
-  // Pushes buffered rows to the file so that a reader (or a crash) sees them.
+  // Pushes buffered rows to the file so that a reader (or a crash) sees them. Errors name the file
+  // (a full disk, or a failure injected with SADDLESCOPE_FAIL_WRITE: files.h).
   Status flush();
+  // Renames the file being written to `path` (atomically replacing it); writing goes on there.
+  Status rename_to(const std::string& path);
 
  private:
   CsvWriter(std::string path, std::FILE* f, size_t columns);
@@ -57,8 +60,9 @@ struct CsvText {
 };
 
 // Reads a CSV written by CsvWriter (fields hold no commas or quotes). Errors name the file and line: a
-// missing header, a row with the wrong number of fields.
-Result<CsvText> read_csv_text(const std::string& path);
+// missing header, a row with the wrong number of fields. With `ignore_torn_last_line`, a last line
+// without its newline (a row a killed writer left half-written) is not read.
+Result<CsvText> read_csv_text(const std::string& path, bool ignore_torn_last_line = false);
 
 // Reads a numeric CSV written by CsvWriter. Errors name the file and line: a row with the wrong number
 // of fields, or a field that is not a number.

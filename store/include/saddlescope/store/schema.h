@@ -1,0 +1,101 @@
+// The CSV files of a run directory: one row struct and one Table each, declared here and nowhere
+// else. Writers (the trainer, the probes, the op taps) and readers (RunDir, the catalogue, the
+// analysis) both go through these declarations. docs/run-store.md documents every column; change a
+// table's columns only together with its version.
+//
+// Names say what was measured on what: metrics.csv's batch_grad_norm is the mini-batch gradient the
+// optimiser stepped with; curvature.csv's probe_loss and probe_grad_norm are measured on the fixed
+// probe batch the Hessian is taken on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "saddlescope/store/table.h"
+
+namespace saddlescope::store {
+
+// metrics.csv: one row per optimiser step.
+struct MetricsRow {
+  int64_t step = 0;
+  double loss = 0;             // training loss on the step's mini-batch, before the update
+  double batch_grad_norm = 0;  // ‖g‖₂ of that mini-batch's gradient (after any gradient perturbation)
+  double lr = 0;               // learning rate of the update
+  double wall_s = 0;           // seconds since the loop started (since the run started, over resumes)
+};
+extern const Table<MetricsRow> kMetrics;
+
+// curvature.csv: one row per curvature probe step (probes/probe.h).
+struct CurvatureRow {
+  int64_t step = 0;
+  double probe_loss = 0, probe_grad_norm = 0;   // on the probe batch, at θ_step
+  double lambda_min = 0, lambda_min_residual = 0;  // smallest Hessian eigenvalue, ‖Hv − λv‖
+  double lambda_max = 0, lambda_max_residual = 0;  // largest
+  double tolerance = 0;                          // Lanczos stopping tolerance (relative)
+  bool converged = false;
+  int64_t iterations = 0, restarts = 0;
+  double trace = 0, trace_se = 0;                // Hutchinson estimate and standard error (NaN: off)
+  double negative_mass = 0, negative_mass_lower = 0, negative_mass_upper = 0;  // SLQ (NaN: off)
+  double g_dot_vmin = 0;                         // g·v_min/‖v_min‖ on the probe batch (sign arbitrary)
+  double hessian_lipschitz = 0;                  // ‖H(θ+)v − H(θ)v‖ / ‖θ+ − θ‖ (NaN: no estimate)
+  int64_t hvp_count = 0;
+  bool float64 = false;                          // measured on a float64 copy of the model
+  double probe_s = 0;                            // seconds the measurement took
+};
+extern const Table<CurvatureRow> kCurvature;
+
+// curvature_eigen.csv: every Ritz pair the Lanczos probe returned at a step.
+struct CurvatureEigenRow {
+  int64_t step = 0;
+  std::string end;  // min | max: which end of the spectrum
+  int64_t index = 0;  // 0 = the extreme one
+  double lambda = 0, residual = 0;
+};
+extern const Table<CurvatureEigenRow> kCurvatureEigen;
+
+// symmetry.csv: per probe step and layer, how close the layer's units are to duplicates.
+struct SymmetryRow {
+  int64_t step = 0;
+  std::string layer;
+  int64_t units = 0;
+  int64_t identical_pairs = 0;       // pairs of units bitwise identical (incoming and outgoing weights)
+  double min_relative_distance = 0;  // min ‖u_a − u_b‖ / max(‖u_a‖, ‖u_b‖) over pairs (0: a duplicate)
+  int64_t closest_a = 0, closest_b = 0;  // the pair attaining it; -1 when none
+};
+extern const Table<SymmetryRow> kSymmetry;
+
+// ops.csv: one row per sampled op element (op taps, probes/op_taps.h).
+struct OpRow {
+  int64_t step = 0;
+  std::string op, phase;  // tap name; fwd | wgrad
+  int64_t index = 0;      // flat index of the element in the op's output (or weight gradient)
+  double observed = 0;    // what the kernel computed
+  double exact = 0;       // the exact value rounded to nearest binary64
+  double ulp_error = 0;   // (observed − exact) in ULPs of the exact value in `dtype` (signed)
+  double bound = 0;       // a-priori rounding bound γ_n·Σ|terms|, absolute
+  double bound_ratio = 0; // |observed − exact| / bound
+  int64_t call = 0;       // which call of the op (PredNet's frame); -1 for wgrad, which sums every call
+  std::string kernel;     // linear | conv2d | sigmoid | tanh | relu | mse_loss
+  std::string dtype;      // float32 | float64: the data's format, which ULPs and bound are in
+  int64_t terms = 0;      // products and additions summed (1 for an activation)
+  std::string flag;       // within | beyond | nonfinite_input | ... (analysis/op_summary.h)
+};
+extern const Table<OpRow> kOps;
+
+// ops_summary.csv: one row per (op, phase, dtype), written when the run's taps finish.
+struct OpSummaryRow {
+  std::string op, phase, kernel, dtype;
+  int64_t samples = 0;      // rows
+  int64_t measured = 0;     // rows flagged within or beyond
+  int64_t beyond = 0;       // rows flagged beyond
+  double fraction_beyond = 0;                  // beyond / measured; NaN when measured == 0
+  double median_abs_ulp = 0, max_abs_ulp = 0;  // |ulp_error| over measured rows; NaN when none
+  double max_bound_ratio = 0;                  // over measured rows; NaN when none
+  int64_t nonfinite = 0;    // rows with a non-finite exact or observed value
+  // Beyond rows whose every term is exactly zero (bound 0) yet whose result is not: no sum of the
+  // products, in any order or precision, gives that — not rounding.
+  int64_t zero_terms = 0;
+};
+extern const Table<OpSummaryRow> kOpsSummary;
+
+}  // namespace saddlescope::store

@@ -1,0 +1,47 @@
+#include "saddlescope/store/schema.h"
+
+namespace saddlescope::store {
+
+// Column order is file order. A change here is a new version of the file (docs/run-store.md).
+
+const Table<MetricsRow> kMetrics{"metrics.csv", 1,
+    {{"step", &MetricsRow::step}, {"loss", &MetricsRow::loss},
+     {"batch_grad_norm", &MetricsRow::batch_grad_norm}, {"lr", &MetricsRow::lr}, {"wall_s", &MetricsRow::wall_s}}};
+
+const Table<CurvatureRow> kCurvature{"curvature.csv", 1,
+    {{"step", &CurvatureRow::step}, {"probe_loss", &CurvatureRow::probe_loss},
+     {"probe_grad_norm", &CurvatureRow::probe_grad_norm}, {"lambda_min", &CurvatureRow::lambda_min},
+     {"lambda_min_residual", &CurvatureRow::lambda_min_residual}, {"lambda_max", &CurvatureRow::lambda_max},
+     {"lambda_max_residual", &CurvatureRow::lambda_max_residual}, {"tolerance", &CurvatureRow::tolerance},
+     {"converged", &CurvatureRow::converged}, {"iterations", &CurvatureRow::iterations},
+     {"restarts", &CurvatureRow::restarts}, {"trace", &CurvatureRow::trace}, {"trace_se", &CurvatureRow::trace_se},
+     {"negative_mass", &CurvatureRow::negative_mass}, {"negative_mass_lower", &CurvatureRow::negative_mass_lower},
+     {"negative_mass_upper", &CurvatureRow::negative_mass_upper}, {"g_dot_vmin", &CurvatureRow::g_dot_vmin},
+     {"hessian_lipschitz", &CurvatureRow::hessian_lipschitz}, {"hvp_count", &CurvatureRow::hvp_count},
+     {"float64", &CurvatureRow::float64}, {"probe_s", &CurvatureRow::probe_s}}};
+
+const Table<CurvatureEigenRow> kCurvatureEigen{"curvature_eigen.csv", 1,
+    {{"step", &CurvatureEigenRow::step}, {"end", &CurvatureEigenRow::end}, {"index", &CurvatureEigenRow::index},
+     {"lambda", &CurvatureEigenRow::lambda}, {"residual", &CurvatureEigenRow::residual}}};
+
+const Table<SymmetryRow> kSymmetry{"symmetry.csv", 1,
+    {{"step", &SymmetryRow::step}, {"layer", &SymmetryRow::layer}, {"units", &SymmetryRow::units},
+     {"identical_pairs", &SymmetryRow::identical_pairs},
+     {"min_relative_distance", &SymmetryRow::min_relative_distance}, {"closest_a", &SymmetryRow::closest_a},
+     {"closest_b", &SymmetryRow::closest_b}}};
+
+const Table<OpRow> kOps{"ops.csv", 1,
+    {{"step", &OpRow::step}, {"op", &OpRow::op}, {"phase", &OpRow::phase}, {"index", &OpRow::index},
+     {"observed", &OpRow::observed}, {"exact", &OpRow::exact}, {"ulp_error", &OpRow::ulp_error},
+     {"bound", &OpRow::bound}, {"bound_ratio", &OpRow::bound_ratio}, {"call", &OpRow::call},
+     {"kernel", &OpRow::kernel}, {"dtype", &OpRow::dtype}, {"terms", &OpRow::terms}, {"flag", &OpRow::flag}}};
+
+const Table<OpSummaryRow> kOpsSummary{"ops_summary.csv", 1,
+    {{"op", &OpSummaryRow::op}, {"phase", &OpSummaryRow::phase}, {"kernel", &OpSummaryRow::kernel},
+     {"dtype", &OpSummaryRow::dtype}, {"samples", &OpSummaryRow::samples}, {"measured", &OpSummaryRow::measured},
+     {"beyond", &OpSummaryRow::beyond}, {"fraction_beyond", &OpSummaryRow::fraction_beyond},
+     {"median_abs_ulp", &OpSummaryRow::median_abs_ulp}, {"max_abs_ulp", &OpSummaryRow::max_abs_ulp},
+     {"max_bound_ratio", &OpSummaryRow::max_bound_ratio}, {"nonfinite", &OpSummaryRow::nonfinite},
+     {"zero_terms", &OpSummaryRow::zero_terms}}};
+
+}  // namespace saddlescope::store
