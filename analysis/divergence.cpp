@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -11,8 +10,7 @@
 
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/npy.h"
-
-namespace fs = std::filesystem;
+#include "saddlescope/store/run_dir.h"
 
 namespace saddlescope::analysis {
 namespace {
@@ -29,49 +27,17 @@ Int ordered(Float x) {
   return (u >> (sizeof(UInt) * 8 - 1)) ? -i : i;
 }
 
-// Snapshot steps of a run: step -> directory.
-Result<std::map<int64_t, std::string>> snapshot_steps(const std::string& run) {
-  fs::path dir = fs::path(run) / "snapshots";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return Status::Error(run + ": no snapshots/ (train with --snapshot-every, or a newer saddlescope)");
-  std::map<int64_t, std::string> steps;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && name.size() > 5 &&
-        name.find_first_not_of("0123456789", 5) == std::string::npos)
-      steps[std::stoll(name.substr(5))] = e.path().string();
-  }
-  return steps;
-}
-
-// Parameter files (not gradients) of a snapshot directory, by name.
-std::vector<std::string> parameter_names(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::string n = e.path().filename().string();
-    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0 &&
-        (n.size() < 9 || n.compare(n.size() - 9, 9, ".grad.npy") != 0))
-      names.push_back(n.substr(0, n.size() - 4));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // Element i of a float32/float64 array as double.
 double element(const store::NpyArray& a, int64_t i) {
   return a.dtype == store::Dtype::kFloat64 ? a.data<double>()[i] : a.data<float>()[i];
 }
 
-Status compare_param(const std::string& file_a, const std::string& file_b, SnapshotDivergence* out,
-                     double* diff_sq, double* norm_sq, bool* same_format) {
-  auto a = store::read_npy(file_a);
-  if (!a) return a.status();
-  auto b = store::read_npy(file_b);
-  if (!b) return b.status();
-  if (a->shape != b->shape) return Status::Error(file_b + ": shape differs from " + file_a);
-  for (const auto* x : {&*a, &*b})
-    if (x->dtype == store::Dtype::kUInt8) return Status::Error(file_a + ": parameters must be float32 or float64");
+// Compares parameter `name` of two snapshots (a and b), adding to `out` and the sums.
+Status compare_param(const std::string& name, const store::NpyArray* a, const store::NpyArray* b,
+                     SnapshotDivergence* out, double* diff_sq, double* norm_sq, bool* same_format) {
+  if (a->shape != b->shape) return Status::Error(name + ": shapes differ between the runs");
+  for (const auto* x : {a, b})
+    if (x->dtype == store::Dtype::kUInt8) return Status::Error(name + ": parameters must be float32 or float64");
   bool both64 = a->dtype == store::Dtype::kFloat64 && b->dtype == store::Dtype::kFloat64;
   bool same = a->dtype == b->dtype;
   *same_format = *same_format && same;
@@ -84,7 +50,7 @@ Status compare_param(const std::string& file_a, const std::string& file_b, Snaps
     if (!differ) continue;
     ++out->differing;
     double ulp = both64 ? ulp_distance(x, y) : ulp_distance(static_cast<float>(x), static_cast<float>(y));
-    out->max_ulp = std::max(out->max_ulp, ulp);
+    out->max_ulp_distance = std::max(out->max_ulp_distance, ulp);
     *diff_sq += (x - y) * (x - y);
   }
   for (int64_t i = 0; i < n; ++i) *norm_sq += element(*a, i) * element(*a, i);
@@ -93,13 +59,11 @@ Status compare_param(const std::string& file_a, const std::string& file_b, Snaps
 }
 
 // step -> loss from a run's metrics.csv.
-Result<std::map<int64_t, double>> losses(const std::string& run) {
-  auto t = store::read_csv(run + "/metrics.csv");
-  if (!t) return t.status();
-  int step = t->column("step"), loss = t->column("loss");
-  if (step < 0 || loss < 0) return Status::Error(run + "/metrics.csv: lacks the step or loss column");
+Result<std::map<int64_t, double>> losses(const store::RunDir& run) {
+  auto rows = run.metrics();
+  if (!rows) return rows.status();
   std::map<int64_t, double> m;
-  for (const auto& r : t->rows) m[static_cast<int64_t>(r[step])] = r[loss];
+  for (const auto& r : *rows) m[r.step] = r.loss;
   return m;
 }
 
@@ -117,11 +81,10 @@ double ulp_distance(double x, double y) {
                    static_cast<long double>(ordered<double, int64_t, uint64_t>(y)));
 }
 
-Result<Divergence> diverge(const std::string& a, const std::string& b) {
-  auto steps_a = snapshot_steps(a);
-  if (!steps_a) return steps_a.status();
-  auto steps_b = snapshot_steps(b);
-  if (!steps_b) return steps_b.status();
+Result<Divergence> diverge(const store::RunDir& a, const store::RunDir& b) {
+  for (const auto* r : {&a, &b})
+    if (r->snapshot_steps().empty())
+      return Status::Error(r->path() + ": has no snapshots (status " + store::status_name(r->state()) + ")");
   auto loss_a = losses(a);
   if (!loss_a) return loss_a.status();
   auto loss_b = losses(b);
@@ -135,20 +98,26 @@ Result<Divergence> diverge(const std::string& a, const std::string& b) {
     if (!d.first_loss_step && std::memcmp(&la, &it->second, sizeof la) != 0) d.first_loss_step = step;
   }
 
-  for (const auto& [step, dir_a] : *steps_a) {
-    auto it = steps_b->find(step);
-    if (it == steps_b->end()) continue;
-    const std::string& dir_b = it->second;
-    std::vector<std::string> names = parameter_names(dir_a);
-    if (names != parameter_names(dir_b))
-      return Status::Error(dir_b + ": holds other parameters than " + dir_a + " (different models?)");
+  std::vector<int64_t> steps_b = b.snapshot_steps();
+  for (int64_t step : a.snapshot_steps()) {
+    if (!std::binary_search(steps_b.begin(), steps_b.end(), step)) continue;
+    auto snap_a = a.snapshot(step);
+    if (!snap_a) return snap_a.status();
+    auto snap_b = b.snapshot(step);
+    if (!snap_b) return snap_b.status();
+    std::vector<std::string> names_a, names_b;
+    for (const auto& [name, arr] : *snap_a) names_a.push_back(name);
+    for (const auto& [name, arr] : *snap_b) names_b.push_back(name);
+    if (names_a != names_b)
+      return Status::Error(fmt::format("{} and {}: step {} snapshots hold different parameters (different models?)",
+                                       a.path(), b.path(), step));
     SnapshotDivergence s;
     s.step = step;
     double diff_sq = 0, norm_sq = 0;
-    for (const auto& name : names) {
+    for (const auto& name : names_a) {
       int64_t before = s.differing;
-      SADDLESCOPE_RETURN_IF_ERROR(compare_param(dir_a + "/" + name + ".npy", dir_b + "/" + name + ".npy", &s,
-                                                &diff_sq, &norm_sq, &d.same_format));
+      Status st = compare_param(name, &snap_a->at(name), &snap_b->at(name), &s, &diff_sq, &norm_sq, &d.same_format);
+      if (!st.ok()) return Status::Error(fmt::format("{} and {}, step {}: {}", a.path(), b.path(), step, st.message()));
       if (s.first_param.empty() && s.differing > before) s.first_param = name;
     }
     s.rel_l2 = norm_sq > 0 ? std::sqrt(diff_sq / norm_sq) : (diff_sq > 0 ? INFINITY : 0.0);
@@ -159,8 +128,16 @@ Result<Divergence> diverge(const std::string& a, const std::string& b) {
     if (!d.first_param_step && s.differing > 0) d.first_param_step = step;
     d.snapshots.push_back(s);
   }
-  if (d.snapshots.empty()) return Status::Error(a + " and " + b + " have no snapshot step in common");
+  if (d.snapshots.empty()) return Status::Error(a.path() + " and " + b.path() + " have no snapshot step in common");
   return d;
+}
+
+Result<Divergence> diverge(const std::string& a, const std::string& b) {
+  auto run_a = store::RunDir::open(a);
+  if (!run_a) return run_a.status();
+  auto run_b = store::RunDir::open(b);
+  if (!run_b) return run_b.status();
+  return diverge(*run_a, *run_b);
 }
 
 std::string summarize(const Divergence& d, const std::string& a, const std::string& b) {
@@ -172,7 +149,7 @@ std::string summarize(const Divergence& d, const std::string& a, const std::stri
                      d.same_format ? "bit for bit" : "in value (one run stores them in float64)");
   else
     s += fmt::format("At step {} already {} of {} parameters differ (max {} ULP, first in {}). ", first.step,
-                     first.differing, first.elements, first.max_ulp, first.first_param);
+                     first.differing, first.elements, first.max_ulp_distance, first.first_param);
   if (d.first_loss_step)
     s += fmt::format("Their losses first differ at step {} (of {} steps compared)", *d.first_loss_step, d.loss_steps);
   else
@@ -183,16 +160,16 @@ std::string summarize(const Divergence& d, const std::string& a, const std::stri
     s += fmt::format(" and every common snapshot is bitwise identical. ");
   s += fmt::format("At the last common snapshot (step {}): ‖θa−θb‖/‖θa‖ = {:.3g}, {} of {} elements differ, max "
                    "distance {} ULP",
-                   last.step, last.rel_l2, last.differing, last.elements, last.max_ulp);
+                   last.step, last.rel_l2, last.differing, last.elements, last.max_ulp_distance);
   if (!std::isnan(last.loss_a)) s += fmt::format(", loss {:.6g} vs {:.6g}", last.loss_a, last.loss_b);
   return s + ".\n";
 }
 
 std::string to_csv(const Divergence& d) {
-  std::string out = "step,rel_l2,max_ulp,differing,elements,first_param,loss_a,loss_b,loss_diff\n";
+  std::string out = "step,rel_l2,max_ulp_distance,differing,elements,first_param,loss_a,loss_b,loss_diff\n";
   for (const auto& s : d.snapshots)
     out += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.step, store::format_double(s.rel_l2),
-                       store::format_double(s.max_ulp), s.differing, s.elements, s.first_param,
+                       store::format_double(s.max_ulp_distance), s.differing, s.elements, s.first_param,
                        store::format_double(s.loss_a), store::format_double(s.loss_b),
                        store::format_double(s.loss_b - s.loss_a));
   return out;

@@ -14,7 +14,12 @@ namespace saddlescope::app {
 
 Command add_curvature(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("curvature", "Evaluate the curvature probe once and print JSON");
-  auto flags = std::make_shared<RunFlags>(sub);
+  // Keys of a training that one evaluation has no use for; the probe's options go in --spec.
+  auto flags = std::make_shared<RunFlags>(
+      sub,
+      std::vector<std::string>{"probe", "steps", "lr", "lr_drop_at", "log_every", "snapshot_every", "snapshot_grads",
+                               "checkpoint_every", "perturbation", "perturbation_seed", "out"},
+      "the probe's options go in --spec, e.g. --spec curvature:k=2");
   auto at_step = std::make_shared<int64_t>(-1);
   auto spec = std::make_shared<std::string>("curvature");
   sub->add_option("--at-step", *at_step, "Parameters of this snapshot step of the --init-from run")

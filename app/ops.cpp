@@ -7,7 +7,8 @@
 
 #include "commands.h"
 #include "saddlescope/base/text.h"
-#include "saddlescope/probes/op_summary.h"
+#include "saddlescope/analysis/op_summary.h"
+#include "saddlescope/store/run_dir.h"
 
 namespace saddlescope::app {
 
@@ -26,16 +27,20 @@ Command add_ops(CLI::App& app) {
     std::vector<std::string> labels = args->labels.empty() ? args->dirs : split(args->labels, ',');
     if (labels.size() != args->dirs.size())
       return fail(fmt::format("--labels: {} labels for {} run directories", labels.size(), args->dirs.size()));
-    std::vector<std::vector<probes::OpSummary>> runs;
+    std::vector<std::vector<analysis::OpSummary>> runs;
     for (const auto& dir : args->dirs) {
-      auto rows = probes::read_ops_csv(dir + "/ops.csv");
+      auto run = store::RunDir::open(dir);
+      if (!run) return fail(run.status().message());
+      if (!run->has(store::kOps.file))
+        return fail(dir + ": no op taps (ops.csv); train with --probe ops");
+      auto rows = run->ops();
       if (!rows) return fail(rows.status().message());
-      runs.push_back(probes::summarize_ops(*rows));
+      runs.push_back(analysis::summarize_ops(*rows));
     }
     if (runs.size() == 1) {
-      fmt::print("{}", probes::ops_markdown(runs[0]));
+      fmt::print("{}", analysis::ops_markdown(runs[0]));
     } else {
-      fmt::print("{}", probes::ops_comparison_markdown(labels, runs));
+      fmt::print("{}", analysis::ops_comparison_markdown(labels, runs));
     }
     return 0;
   };

@@ -42,7 +42,7 @@ Command add_repeatability(CLI::App& app) {
                  "rel_l2 {:.3g}, max {} ULP\n",
                  i + 1, d->first_loss_step ? std::to_string(*d->first_loss_step) : "-",
                  d->first_param_step ? std::to_string(*d->first_param_step) : "-", last.step, last.rel_l2,
-                 last.max_ulp);
+                 last.max_ulp_distance);
     }
     fmt::print("bitwise reproducible: {} ({} runs of {} steps, {})\n", reproducible ? "yes" : "no", *repeats,
                cfg->steps, cfg->run_prefix());

@@ -1,12 +1,15 @@
 #include "run_flags.h"
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 
 namespace saddlescope::app {
 
 using trainer::flag_name;
 
-RunFlags::RunFlags(CLI::App* sub) : sub_(sub) {
+RunFlags::RunFlags(CLI::App* sub, std::vector<std::string> unused, std::string hint)
+    : sub_(sub), unused_(std::move(unused)), hint_(std::move(hint)) {
   sub->add_option("--config", config_, "TOML file of config keys; flags override it")->check(CLI::ExistingFile);
   for (const auto& key : trainer::config_keys()) {
     if (trainer::config_is_list(key))
@@ -21,12 +24,22 @@ Result<trainer::RunConfig> RunFlags::resolve() const {
   if (!config_.empty()) SADDLESCOPE_RETURN_IF_ERROR(builder.load_toml(config_));
   for (const auto& key : trainer::config_keys()) {
     if (sub_->count(flag_name(key)) == 0) continue;
+    if (std::find(unused_.begin(), unused_.end(), key) != unused_.end())
+      return Status::Error(flag_name(key) + ": not used by `saddlescope " + sub_->get_name() + "`" +
+                           (hint_.empty() ? "" : " (" + hint_ + ")"));
     if (trainer::config_is_list(key))
       for (const auto& item : lists_.at(key)) SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, item));
     else
       SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, values_.at(key)));
   }
   return builder.resolve();
+}
+
+bool RunFlags::any_given() const {
+  if (!config_.empty()) return true;
+  for (const auto& key : trainer::config_keys())
+    if (sub_->count(flag_name(key)) > 0) return true;
+  return false;
 }
 
 }  // namespace saddlescope::app

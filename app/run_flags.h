@@ -15,17 +15,23 @@ namespace saddlescope::app {
 
 class RunFlags {
  public:
-  // Registers the flags on `sub`. The object must outlive parsing (hold it in a shared_ptr).
-  explicit RunFlags(CLI::App* sub);
+  // Registers the flags on `sub`. The object must outlive parsing (hold it in a shared_ptr). Keys in
+  // `unused` are keys the command has no use for: giving their flag is an error that says so (with
+  // `hint`), never silently ignored.
+  explicit RunFlags(CLI::App* sub, std::vector<std::string> unused = {}, std::string hint = "");
   RunFlags(const RunFlags&) = delete;
   RunFlags& operator=(const RunFlags&) = delete;
 
   // The config: the file (when given), then the flags that were given, then defaults. Errors name the
   // file and line or the flag.
   Result<trainer::RunConfig> resolve() const;
+  // Whether any config flag or --config was given.
+  bool any_given() const;
 
  private:
   CLI::App* sub_;
+  std::vector<std::string> unused_;
+  std::string hint_;
   std::string config_;
   std::map<std::string, std::string> values_;              // config key -> flag text
   std::map<std::string, std::vector<std::string>> lists_;  // list keys -> every occurrence

@@ -1,29 +1,66 @@
 // saddlescope train: one instrumented training run from flags and/or a TOML file.
+#include <filesystem>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "run_flags.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/stop_signals.h"
 #include "saddlescope/trainer/train.h"
 
 namespace saddlescope::app {
+namespace {
+
+// The config a run was started with, from its manifest (out: the study directory holding it).
+Result<trainer::RunConfig> resume_config(const std::string& run_dir) {
+  auto run = store::RunDir::open(run_dir);
+  if (!run) return run.status();
+  trainer::ConfigBuilder builder;
+  nlohmann::json config = run->manifest().config;
+  config["out"] = std::filesystem::path(run_dir).lexically_normal().parent_path().parent_path().string();
+  SADDLESCOPE_RETURN_IF_ERROR(builder.load_json(config, run_dir + "/manifest.json"));
+  return builder.resolve();
+}
+
+}  // namespace
 
 Command add_train(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("train", "Train a model and write a run directory");
   auto flags = std::make_shared<RunFlags>(sub);
   auto force = std::make_shared<bool>(false);
-  sub->add_flag("--force", *force, "Replace an existing run directory of the same config");
+  auto resume = std::make_shared<std::string>();
+  sub->add_flag("--force", *force, "Replace an existing run directory of the same config (not while a live process writes it)");
+  sub->add_option("--resume", *resume, "Continue an interrupted (or stale) run from its last checkpoint; takes no other config")
+      ->check(CLI::ExistingDirectory);
   sub->footer("Example: saddlescope train --model autoencoder --data mnist --device cpu --threads 1 "
               "--seed 7 --steps 2000 --batch-size 64 --lr 1e-3 --out runs/ae");
 
-  auto run = [flags, force]() -> int {
-    auto cfg = flags->resolve();
+  auto run = [flags, force, resume]() -> int {
+    trainer::TrainOptions options{*force, stdout};
+    Result<trainer::RunConfig> cfg = Status::Error("no config");
+    if (!resume->empty()) {
+      if (flags->any_given() || *force)
+        return fail("--resume: continues the run with the config in its manifest; give no other config flag");
+      cfg = resume_config(*resume);
+      options.resume = true;
+      options.resume_dir = *resume;
+    } else {
+      cfg = flags->resolve();
+    }
     if (!cfg) return fail(cfg.status().message());
-    auto r = trainer::train(*cfg, {*force, stdout});
+    auto r = trainer::train(*cfg, options);
     if (!r) return fail(r.status().message());
     fmt::print("run      {}\n", r->run_dir);
+    if (r->stop_signal) {
+      fmt::print("status   interrupted by {} after {} steps; continue with: saddlescope train --resume {}\n",
+                 trainer::signal_name(r->stop_signal), r->steps_completed, r->run_dir);
+      return 128 + r->stop_signal;  // the shell's convention for a process ended by that signal
+    }
     if (r->diverged_at_step) {
       fmt::print("status   diverged: loss not finite at step {} (of {})\n", *r->diverged_at_step, cfg->steps);
       return 0;

@@ -9,14 +9,23 @@
 #include <torch/torch.h>
 
 #include "saddlescope/base/text.h"
-#include "saddlescope/probes/op_summary.h"
-#include "saddlescope/store/csv.h"
+#include "saddlescope/store/schema.h"
 #include "tap_capture.h"
 
 namespace saddlescope::probes {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// An ops.csv row's flag (analysis/op_summary.h says what each means).
+const char* flag_of(const reference::ErrorReport& r) {
+  switch (r.outcome) {
+    case reference::Outcome::kMeasured: return r.matches ? "within" : "beyond";
+    case reference::Outcome::kNonFiniteInput: return r.matches ? "nonfinite_input" : "nonfinite_input_mismatch";
+    case reference::Outcome::kNonFiniteObserved: return r.matches ? "overflow" : "nonfinite_observed";
+  }
+  return "?";
+}
 
 // The ops that `spec`'s only= selects (every op when empty): names, or prefixes ending in '*'.
 Result<std::vector<TapOp>> select(const ProbeSpec& spec, const std::vector<TapOp>& ops) {
@@ -90,13 +99,12 @@ struct OpTaps::Impl {
   std::vector<TapOp> ops;  // the selected ops, in the model's order
   std::map<std::string, size_t> index;
   std::string run_dir;
-  std::optional<store::CsvWriter> csv;
+  std::optional<store::TableWriter<store::OpRow>> csv;
   int64_t step = -1;
   std::vector<std::shared_ptr<internal::Capture>> captures;  // per op, this step (null until called)
   std::vector<int64_t> calls;                                // per op, calls this step
   std::string error;                                         // the first error of this step's tap calls
   bool cuda = false;                                         // some copy came from a CUDA device
-  std::vector<OpRow> rows;                                   // every row so far, for the summary
 
   // The selected op `name` (null: not tapped), after checking its tensors' dtypes.
   const TapOp* find(const std::string& name, std::initializer_list<const at::Tensor*> tensors) {
@@ -153,7 +161,7 @@ OpTaps::OpTaps() : impl_(std::make_unique<Impl>()) {}
 OpTaps::~OpTaps() = default;
 
 Result<std::shared_ptr<OpTaps>> OpTaps::create(const std::vector<ProbeSpec>& specs, const std::vector<TapOp>& ops,
-                                               const std::string& run_dir) {
+                                               const std::string& run_dir, int64_t resume_from) {
   std::shared_ptr<OpTaps> taps(new OpTaps());
   for (const auto& spec : specs) {
     if (spec.name != "ops") continue;
@@ -166,7 +174,10 @@ Result<std::shared_ptr<OpTaps>> OpTaps::create(const std::vector<ProbeSpec>& spe
       m.index[m.ops[i].name] = i;
     }
     m.run_dir = run_dir;
-    auto csv = store::CsvWriter::create(run_dir + "/ops.csv", kOpsColumns);
+    auto csv = resume_from < 0 ? store::TableWriter<store::OpRow>::create(run_dir, store::kOps)
+                               : store::TableWriter<store::OpRow>::resume(run_dir, store::kOps, [&](const store::OpRow& r) {
+                                   return r.step < resume_from;
+                                 });
     if (!csv) return csv.status();
     m.csv.emplace(std::move(*csv));
   }
@@ -250,21 +261,13 @@ Status OpTaps::record(int64_t step) {
     for (const auto& r : rows) {
       const char* flag = flag_of(r.report);
       const char* dtype = reference::format_name(r.report.format);
-      m.csv->add(step).add(op.name).add(r.phase).add(r.index).add(r.observed).add(r.exact).add(r.report.ulp_error)
-          .add(r.report.bound).add(r.report.bound_ratio).add(r.call).add(op.kernel).add(std::string(dtype))
-          .add(r.terms).add(std::string(flag));
-      m.csv->end_row();
-      m.rows.push_back({step, op.name, r.phase, op.kernel, dtype, flag, r.report.ulp_error, r.report.bound_ratio});
+      m.csv->append({step, op.name, r.phase, r.index, r.observed, r.exact, r.report.ulp_error, r.report.bound,
+                     r.report.bound_ratio, r.call, op.kernel, std::string(dtype), r.terms, std::string(flag)});
     }
   }
   Status flushed = m.csv->flush();
   seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
   return flushed;
-}
-
-Status OpTaps::finish() {
-  if (!impl_->spec) return Status::Ok();
-  return write_ops_summary(impl_->run_dir + "/ops_summary.csv", summarize_ops(impl_->rows));
 }
 
 }  // namespace saddlescope::probes

@@ -11,15 +11,10 @@
 
 #include "saddlescope/probes/lanczos.h"
 #include "saddlescope/probes/spectrum.h"
-#include "saddlescope/store/csv.h"
+#include "saddlescope/store/schema.h"
 #include "saddlescope/store/npy.h"
 
 namespace saddlescope::probes {
-
-const std::vector<std::string> kCurvatureColumns = {
-    "step", "loss", "grad_norm", "lambda_min", "lambda_min_residual", "lambda_max", "lambda_max_residual",
-    "tolerance", "converged", "iterations", "restarts", "trace", "trace_se", "neg_mass", "neg_mass_lower",
-    "neg_mass_upper", "g_dot_vmin", "hessian_lipschitz", "hvp_count", "float64", "probe_s"};
 
 class Probe {
  public:
@@ -27,6 +22,8 @@ class Probe {
   virtual bool due(int64_t step) const = 0;
   virtual Status run(int64_t step, const ModelView& model) = 0;
   virtual Status finish() { return Status::Ok(); }
+  // Whether nothing is buffered between steps (a checkpoint then holds the probe's whole state).
+  virtual bool idle() const { return true; }
 };
 
 namespace {
@@ -97,7 +94,8 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
 
 class CurvatureProbe : public Probe {
  public:
-  CurvatureProbe(ProbeSpec spec, std::string run_dir, store::CsvWriter csv, store::CsvWriter eigen)
+  CurvatureProbe(ProbeSpec spec, std::string run_dir, store::TableWriter<store::CurvatureRow> csv,
+                 store::TableWriter<store::CurvatureEigenRow> eigen)
       : spec_(std::move(spec)), run_dir_(std::move(run_dir)), csv_(std::move(csv)), eigen_(std::move(eigen)) {}
 
   // Due at the spec's steps, and at the step after one (for the Hessian-Lipschitz HVP).
@@ -115,6 +113,7 @@ class CurvatureProbe : public Probe {
   }
 
   Status finish() override { return pending_ ? write(kNaN) : Status::Ok(); }
+  bool idle() const override { return !pending_; }
 
  private:
   struct Pending {
@@ -140,13 +139,29 @@ class CurvatureProbe : public Probe {
   Status write(double lipschitz) {
     const Measurement& m = pending_->m;
     const EigenPair &lo = m.eig.smallest.front(), &hi = m.eig.largest.front();
-    csv_.add(pending_->step).add(m.loss).add(m.grad_norm).add(lo.lambda).add(lo.residual).add(hi.lambda)
-        .add(hi.residual).add(m.eig.tolerance).add(int64_t{m.eig.converged}).add(m.eig.iterations)
-        .add(m.eig.restarts).add(m.trace ? m.trace->trace : kNaN).add(m.trace ? m.trace->standard_error : kNaN)
-        .add(m.density ? m.density->negative_mass : kNaN).add(m.density ? m.density->negative_mass_lower : kNaN)
-        .add(m.density ? m.density->negative_mass_upper : kNaN).add(m.g_dot_vmin).add(lipschitz)
-        .add(m.hvp_count).add(int64_t{spec_.get_bool("float64")}).add(pending_->seconds);
-    csv_.end_row();
+    store::CurvatureRow r;
+    r.step = pending_->step;
+    r.probe_loss = m.loss;
+    r.probe_grad_norm = m.grad_norm;
+    r.lambda_min = lo.lambda;
+    r.lambda_min_residual = lo.residual;
+    r.lambda_max = hi.lambda;
+    r.lambda_max_residual = hi.residual;
+    r.tolerance = m.eig.tolerance;
+    r.converged = m.eig.converged;
+    r.iterations = m.eig.iterations;
+    r.restarts = m.eig.restarts;
+    r.trace = m.trace ? m.trace->trace : kNaN;
+    r.trace_se = m.trace ? m.trace->standard_error : kNaN;
+    r.negative_mass = m.density ? m.density->negative_mass : kNaN;
+    r.negative_mass_lower = m.density ? m.density->negative_mass_lower : kNaN;
+    r.negative_mass_upper = m.density ? m.density->negative_mass_upper : kNaN;
+    r.g_dot_vmin = m.g_dot_vmin;
+    r.hessian_lipschitz = lipschitz;
+    r.hvp_count = m.hvp_count;
+    r.float64 = spec_.get_bool("float64");
+    r.probe_s = pending_->seconds;
+    csv_.append(r);
     pending_.reset();
     return csv_.flush();
   }
@@ -156,8 +171,7 @@ class CurvatureProbe : public Probe {
       const char* name = end == &eig.smallest ? "min" : "max";
       for (size_t i = 0; i < end->size(); ++i) {
         const EigenPair& p = (*end)[i];
-        eigen_.add(step).add(std::string(name)).add(static_cast<int64_t>(i)).add(p.lambda).add(p.residual);
-        eigen_.end_row();
+        eigen_.append({step, name, static_cast<int64_t>(i), p.lambda, p.residual});
         if (spec_.get_bool("vectors")) {
           std::string dir = run_dir_ + "/curvature";
           std::filesystem::create_directories(dir);
@@ -173,13 +187,15 @@ class CurvatureProbe : public Probe {
 
   ProbeSpec spec_;
   std::string run_dir_;
-  store::CsvWriter csv_, eigen_;
+  store::TableWriter<store::CurvatureRow> csv_;
+  store::TableWriter<store::CurvatureEigenRow> eigen_;
   std::optional<Pending> pending_;
 };
 
 class SymmetryProbe : public Probe {
  public:
-  SymmetryProbe(ProbeSpec spec, store::CsvWriter csv) : spec_(std::move(spec)), csv_(std::move(csv)) {}
+  SymmetryProbe(ProbeSpec spec, store::TableWriter<store::SymmetryRow> csv)
+      : spec_(std::move(spec)), csv_(std::move(csv)) {}
   bool due(int64_t step) const override { return spec_.due(step); }
 
   Status run(int64_t step, const ModelView& model) override {
@@ -187,17 +203,24 @@ class SymmetryProbe : public Probe {
     auto scan = symmetry_scan(model.layers());
     if (!scan) return scan.status();
     for (const auto& l : *scan) {
-      csv_.add(step).add(l.name).add(l.units).add(static_cast<int64_t>(l.identical_pairs.size()))
-          .add(l.min_relative_distance).add(l.closest_pair.first).add(l.closest_pair.second);
-      csv_.end_row();
+      csv_.append({step, l.name, l.units, static_cast<int64_t>(l.identical_pairs.size()), l.min_relative_distance,
+                   l.closest_pair.first, l.closest_pair.second});
     }
     return csv_.flush();
   }
 
  private:
   ProbeSpec spec_;
-  store::CsvWriter csv_;
+  store::TableWriter<store::SymmetryRow> csv_;
 };
+
+// A table's writer: a fresh file, or (resume_from >= 0) the file's rows of steps before resume_from.
+template <class Row>
+Result<store::TableWriter<Row>> open_table(const std::string& run_dir, const store::Table<Row>& table,
+                                           int64_t resume_from) {
+  if (resume_from < 0) return store::TableWriter<Row>::create(run_dir, table);
+  return store::TableWriter<Row>::resume(run_dir, table, [resume_from](const Row& r) { return r.step < resume_from; });
+}
 
 }  // namespace
 
@@ -219,25 +242,42 @@ Status check_probes(const std::vector<ProbeSpec>& specs, int64_t n_params) {
   return Status::Ok();
 }
 
-Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n_params, const std::string& run_dir) {
+Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n_params, const std::string& run_dir,
+                                  int64_t resume_from) {
   SADDLESCOPE_RETURN_IF_ERROR(check_probes(specs, n_params));
   ProbeSet set;
   for (const auto& spec : specs) {
     if (spec.name == "curvature") {
-      auto csv = store::CsvWriter::create(run_dir + "/curvature.csv", kCurvatureColumns);
+      auto csv = open_table(run_dir, store::kCurvature, resume_from);
       if (!csv) return csv.status();
-      auto eigen = store::CsvWriter::create(run_dir + "/curvature_eigen.csv", {"step", "end", "index", "lambda", "residual"});
+      auto eigen = open_table(run_dir, store::kCurvatureEigen, resume_from);
       if (!eigen) return eigen.status();
       set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen)));
     } else if (spec.name == "symmetry") {
-      auto csv = store::CsvWriter::create(run_dir + "/symmetry.csv",
-                                          {"step", "layer", "units", "identical_pairs", "min_relative_distance",
-                                           "closest_a", "closest_b"});
+      auto csv = open_table(run_dir, store::kSymmetry, resume_from);
       if (!csv) return csv.status();
       set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
     }
   }
   return set;
+}
+
+bool ProbeSet::idle() const {
+  for (const auto& p : probes_)
+    if (!p->idle()) return false;
+  return true;
+}
+
+std::map<std::string, int> ProbeSet::files(const std::vector<ProbeSpec>& specs) {
+  std::map<std::string, int> f;
+  for (const auto& spec : specs) {
+    if (spec.name == "curvature") {
+      f[store::kCurvature.file] = store::kCurvature.version;
+      f[store::kCurvatureEigen.file] = store::kCurvatureEigen.version;
+    }
+    if (spec.name == "symmetry") f[store::kSymmetry.file] = store::kSymmetry.version;
+  }
+  return f;
 }
 
 bool ProbeSet::due(int64_t step) const {
@@ -267,7 +307,7 @@ Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView
     for (const auto& p : v) a.push_back({{"lambda", p.lambda}, {"residual", p.residual}});
     return a;
   };
-  nlohmann::json j = {{"probe", spec.resolved()}, {"loss", m->loss}, {"grad_norm", m->grad_norm},
+  nlohmann::json j = {{"probe", spec.resolved()}, {"probe_loss", m->loss}, {"probe_grad_norm", m->grad_norm},
                       {"lambda_min", m->eig.lambda_min()}, {"lambda_min_residual", m->eig.smallest.front().residual},
                       {"lambda_max", m->eig.lambda_max()}, {"lambda_max_residual", m->eig.largest.front().residual},
                       {"tolerance", m->eig.tolerance}, {"converged", m->eig.converged},

@@ -180,7 +180,10 @@ Result<RunDir> RunDir::open(const std::string& path) {
     return Status::Error(path + ": not a run directory (no manifest.json)");
   auto m = read_manifest(path);
   if (!m) return m.status();
-  return RunDir(path, std::move(*m));
+  // Without a trailing '/', so that the study is found two levels up (state()).
+  std::string clean = fs::path(path).lexically_normal().string();
+  while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
+  return RunDir(clean, std::move(*m));
 }
 
 RunStatus RunDir::state() const {
@@ -208,6 +211,13 @@ Result<std::vector<Row>> RunDir::read(const Table<Row>& table) const {
   SADDLESCOPE_RETURN_IF_ERROR(check_version(table.file, table.version));
   return read_table(path_, table);
 }
+
+// The tables RunDir reads (the header's accessors instantiate nothing themselves).
+template Result<std::vector<MetricsRow>> RunDir::read(const Table<MetricsRow>&) const;
+template Result<std::vector<CurvatureRow>> RunDir::read(const Table<CurvatureRow>&) const;
+template Result<std::vector<CurvatureEigenRow>> RunDir::read(const Table<CurvatureEigenRow>&) const;
+template Result<std::vector<SymmetryRow>> RunDir::read(const Table<SymmetryRow>&) const;
+template Result<std::vector<OpRow>> RunDir::read(const Table<OpRow>&) const;
 
 std::vector<int64_t> RunDir::snapshot_steps() const {
   std::vector<int64_t> steps;

@@ -36,12 +36,4 @@ const Table<OpRow> kOps{"ops.csv", 1,
      {"bound", &OpRow::bound}, {"bound_ratio", &OpRow::bound_ratio}, {"call", &OpRow::call},
      {"kernel", &OpRow::kernel}, {"dtype", &OpRow::dtype}, {"terms", &OpRow::terms}, {"flag", &OpRow::flag}}};
 
-const Table<OpSummaryRow> kOpsSummary{"ops_summary.csv", 1,
-    {{"op", &OpSummaryRow::op}, {"phase", &OpSummaryRow::phase}, {"kernel", &OpSummaryRow::kernel},
-     {"dtype", &OpSummaryRow::dtype}, {"samples", &OpSummaryRow::samples}, {"measured", &OpSummaryRow::measured},
-     {"beyond", &OpSummaryRow::beyond}, {"fraction_beyond", &OpSummaryRow::fraction_beyond},
-     {"median_abs_ulp", &OpSummaryRow::median_abs_ulp}, {"max_abs_ulp", &OpSummaryRow::max_abs_ulp},
-     {"max_bound_ratio", &OpSummaryRow::max_bound_ratio}, {"nonfinite", &OpSummaryRow::nonfinite},
-     {"zero_terms", &OpSummaryRow::zero_terms}}};
-
 }  // namespace saddlescope::store

@@ -25,6 +25,31 @@ void DeviceAdam::set_lr(double lr) {
   lr_value_ = lr;
 }
 
+void DeviceAdam::save(const std::string& prefix, std::map<std::string, torch::Tensor>* out) const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    (*out)[prefix + "m." + std::to_string(i)] = m_[i];
+    (*out)[prefix + "v." + std::to_string(i)] = v_[i];
+  }
+  (*out)[prefix + "lr"] = lr_;
+  (*out)[prefix + "beta1_power"] = beta1_power_;
+  (*out)[prefix + "beta2_power"] = beta2_power_;
+}
+
+Status DeviceAdam::load(const std::string& prefix, const std::map<std::string, torch::Tensor>& in) {
+  std::map<std::string, torch::Tensor> mine;
+  save(prefix, &mine);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : mine) {
+    auto it = in.find(name);
+    if (it == in.end()) return Status::Error("checkpoint lacks optimiser state " + name);
+    if (!it->second.sizes().equals(t.sizes()) || it->second.scalar_type() != t.scalar_type())
+      return Status::Error("checkpoint: optimiser state " + name + " has another shape or type than the model's");
+    t.copy_(it->second);
+  }
+  lr_value_ = lr_.item<double>();
+  return Status::Ok();
+}
+
 void DeviceAdam::step() {
   torch::NoGradGuard no_grad;
   const double b1 = options_.beta1, b2 = options_.beta2;

@@ -12,6 +12,7 @@
 
 #include "saddlescope/base/text.h"
 #include "saddlescope/probes/probe_spec.h"
+#include "saddlescope/store/sha256.h"
 #include "saddlescope/trainer/mnist.h"
 
 namespace saddlescope::trainer {
@@ -270,6 +271,9 @@ const std::vector<Key>& keys() {
       {"snapshot_every", Kind::kInt, "parameter snapshots every k steps (0: first and last only)",
        [](RunConfig& c, const Value& v) { c.snapshot_every = v.i; return at_least(v.i, 0); },
        FIELD(snapshot_every)},
+      {"checkpoint_every", Kind::kInt, "checkpoints (for --resume) every k steps (0: every 60 s of training)",
+       [](RunConfig& c, const Value& v) { c.checkpoint_every = v.i; return at_least(v.i, 0); },
+       FIELD(checkpoint_every)},
       {"snapshot_grads", Kind::kBool, "snapshot gradients with the parameters",
        [](RunConfig& c, const Value& v) { c.snapshot_grads = v.b; return ""; }, FIELD(snapshot_grads)},
       {"out", Kind::kString, "study directory; the run is written to <out>/runs/<run-id>/",
@@ -457,6 +461,32 @@ Status ConfigBuilder::set_flag(const std::string& key, const std::string& text) 
   return Status::Ok();
 }
 
+Status ConfigBuilder::load_json(const nlohmann::json& config, const std::string& origin) {
+  if (!config.is_object()) return Status::Error(origin + ": config must be a JSON object");
+  for (const auto& [name, j] : config.items()) {
+    const Key* k = find_key(name);
+    if (!k) return Status::Error(origin + ": config." + name + " is not a config key of this saddlescope");
+    Value v;
+    try {
+      switch (k->kind) {
+        case Kind::kInt: v.i = j.get<int64_t>(); break;
+        case Kind::kDouble: v.d = j.get<double>(); break;
+        case Kind::kString: v.s = j.get<std::string>(); break;
+        case Kind::kBool: v.b = j.get<bool>(); break;
+        case Kind::kIntList: v.list = j.get<std::vector<int64_t>>(); break;
+        case Kind::kDoubleList: v.doubles = j.get<std::vector<double>>(); break;
+        case Kind::kStringList: v.strings = j.get<std::vector<std::string>>(); break;
+      }
+    } catch (const nlohmann::json::exception&) {
+      return Status::Error(origin + ": config." + name + " must be " + kind_name(k->kind) + ", got " + j.dump());
+    }
+    std::string why = k->set(cfg_, v);
+    if (!why.empty()) return Status::Error(origin + ": config." + name + " " + why);
+    origin_[k->name] = origin + ": config." + name;
+  }
+  return Status::Ok();
+}
+
 Result<RunConfig> ConfigBuilder::resolve() const {
   RunConfig c = cfg_;
   ExecutionConfig& e = c.execution;
@@ -518,7 +548,7 @@ nlohmann::json RunConfig::to_json() const {
 
 std::string RunConfig::identity() const {
   nlohmann::json j = to_json();
-  for (const char* k : {"out", "data_dir", "log_every", "snapshot_every", "snapshot_grads"}) j.erase(k);
+  for (const char* k : {"out", "data_dir", "log_every", "snapshot_every", "snapshot_grads", "checkpoint_every"}) j.erase(k);
   if (perturbation.kind == "none") j.erase("perturbation_seed");
   // Keys of the other models and data do not change this one's result; nor does a key left at a
   // value that existed before the key did (so that run ids stay stable).
@@ -532,6 +562,14 @@ std::string RunConfig::identity() const {
   if (lr_drop_at == 0) j.erase("lr_drop_at");
   if (execution.cuda_graph) j.erase("cuda_graph");
   return j.dump();  // nlohmann orders object keys: canonical
+}
+
+std::string RunConfig::config_key() const {
+  nlohmann::json j = nlohmann::json::parse(identity());
+  for (const char* k : {"seed", "data_seed", "perturbation_seed"}) j.erase(k);
+  std::string prefix = run_prefix();
+  prefix.resize(prefix.rfind("-s"));  // the readable part without the seed
+  return prefix + "-" + store::sha256_hex(j.dump()).substr(0, 8);
 }
 
 std::string RunConfig::run_prefix() const {

@@ -32,6 +32,20 @@ Perturber::Perturber(const Perturbation& p)
 
 Perturber::~Perturber() = default;
 
+void Perturber::save(std::map<std::string, torch::Tensor>* out) const {
+  (*out)["perturbation.rng"] = gen_.get_state();
+  if (adam64_) adam64_->save("perturbation.adam64.", out);  // the shadows equal the parameters between steps
+}
+
+Status Perturber::load(const std::map<std::string, torch::Tensor>& in) {
+  auto rng = in.find("perturbation.rng");
+  if (rng == in.end()) return Status::Error("checkpoint lacks the perturbation's random stream");
+  gen_.set_state(rng->second);
+  for (const auto& [name, t] : in)
+    if (name.rfind("perturbation.adam64.", 0) == 0) resumed_adam64_[name] = t;  // applied at the first step
+  return Status::Ok();
+}
+
 Result<nlohmann::json> Perturber::at_start(NamedTensors& params) {
   if (p_.kind != "bitflip") return nlohmann::json();
   // Default: the output layer's bias, which every prediction uses (an input weight may multiply a pixel
@@ -83,6 +97,8 @@ void Perturber::step(DeviceAdam& adam, const std::vector<torch::Tensor>& params)
     DeviceAdam::Options o;
     o.lr = adam.lr();
     adam64_ = std::make_unique<DeviceAdam>(shadow_, o);
+    if (!resumed_adam64_.empty()) SADDLESCOPE_CHECK(adam64_->load("perturbation.adam64.", resumed_adam64_).ok());
+    resumed_adam64_.clear();
   }
   if (adam64_->lr() != adam.lr()) adam64_->set_lr(adam.lr());  // follow the schedule
   for (size_t i = 0; i < params.size(); ++i) shadow_[i].mutable_grad() = params[i].grad().to(torch::kFloat64);

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/store/npy.h"
+#include "saddlescope/store/run_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -29,25 +30,28 @@ std::string shape_str(const Dims& dims) {
 
 }  // namespace
 
-std::string snapshot_dir(const std::string& run_dir, int64_t step) {
-  return fmt::format("{}/snapshots/step-{:08d}", run_dir, step);
-}
-
-Status save_snapshot(const std::string& dir, const NamedTensors& params, bool with_grads) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::Error(dir + ": cannot create: " + ec.message());
+Status save_snapshot(const std::string& final_dir, const NamedTensors& params, bool with_grads) {
+  auto dir = store::AtomicDir::begin(final_dir);
+  if (!dir) return dir.status();
   for (const auto& item : params) {
-    SADDLESCOPE_RETURN_IF_ERROR(write_tensor(dir + "/" + item.key() + ".npy", item.value()));
+    SADDLESCOPE_RETURN_IF_ERROR(write_tensor(dir->path() + "/" + item.key() + ".npy", item.value()));
     if (with_grads && item.value().grad().defined())
-      SADDLESCOPE_RETURN_IF_ERROR(write_tensor(dir + "/" + item.key() + ".grad.npy", item.value().grad()));
+      SADDLESCOPE_RETURN_IF_ERROR(write_tensor(dir->path() + "/" + item.key() + ".grad.npy", item.value().grad()));
   }
-  return Status::Ok();
+  return dir->commit();
 }
 
 Status load_parameters(const std::string& path, NamedTensors& params) {
-  std::string dir = fs::exists(fs::path(path) / "manifest.json") ? snapshot_dir(path, 0) : path;
-  if (!fs::is_directory(dir) || (!params.is_empty() && !fs::exists(dir + "/" + params.begin()->key() + ".npy")))
+  std::string dir = path;
+  std::error_code ec;
+  if (fs::exists(fs::path(path) / "manifest.json", ec)) {
+    auto run = store::RunDir::open(path);
+    if (!run) return Status::Error("init_from: " + run.status().message());
+    auto snap = run->snapshot_path(0);
+    if (!snap) return Status::Error("init_from: " + snap.status().message());
+    dir = *snap;
+  }
+  if (!fs::is_directory(dir, ec) || (!params.is_empty() && !fs::exists(dir + "/" + params.begin()->key() + ".npy", ec)))
     return Status::Error("init_from: " + path + " is neither a run directory (with manifest.json) nor a " +
                          "snapshot directory (with " + params.begin()->key() + ".npy)");
   torch::NoGradGuard no_grad;

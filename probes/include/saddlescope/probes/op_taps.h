@@ -1,5 +1,5 @@
 // Op taps: sampled output elements of the ops a training step runs, and sampled elements of their
-// weight gradients, measured against the exact values of reference/ (ops.csv, op_summary.h).
+// weight gradients, measured against the exact values of reference/ (ops.csv: store/schema.h; summaries: analysis/op_summary.h).
 //
 // A model calls its ops through named taps ("encoder.fc1", "l0.lstm.i", "l0.lstm.i.sigmoid", "loss").
 // The training loop, for the `ops` probe (probe_spec.h):
@@ -9,7 +9,6 @@
 //   loss = model.loss(x); loss.backward();
 //   if (tap) taps.record(step);       after backward, before anything changes the gradients
 //   ...
-//   taps.finish();                    after the last step
 //
 // While armed, each tap call samples k output elements of its op (seeded by seed, step and op name;
 // over every call of an op that runs several times per forward, e.g. once per PredNet frame) and copies
@@ -60,9 +59,10 @@ Status check_op_taps(const ProbeSpec& spec, const std::vector<TapOp>& ops);
 class OpTaps {
  public:
   // The taps of the `ops` spec among `specs` (none: taps that are never due) over `ops`, writing
-  // <run_dir>/ops.csv. Errors: those of check_op_taps, and a CSV that cannot be created.
+  // <run_dir>/ops.csv (store::kOps). With `resume_from` >= 0, a resumed run: the rows of steps before
+  // it are kept, later ones dropped. Errors: those of check_op_taps, and a CSV that cannot be written.
   static Result<std::shared_ptr<OpTaps>> create(const std::vector<ProbeSpec>& specs, const std::vector<TapOp>& ops,
-                                                const std::string& run_dir);
+                                                const std::string& run_dir, int64_t resume_from = -1);
   ~OpTaps();
 
   // Whether optimiser step `step` is a tap step.
@@ -90,8 +90,6 @@ class OpTaps {
   // (shape, calls), an unsupported dtype (float32 and float64 are), a weight without a gradient
   // though its output had one, a write error.
   Status record(int64_t step);
-  // Writes <run_dir>/ops_summary.csv (op_summary.h). Nothing when the taps were never due.
-  Status finish();
   // Seconds spent in arm, the tap calls and record.
   double seconds() const { return seconds_; }
 

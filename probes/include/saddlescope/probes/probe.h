@@ -2,11 +2,13 @@
 // writing rows to the run directory. The loop only asks `due(step)` — a few comparisons, so probes
 // off cost nothing measurable — and, when due, calls `run`.
 //
-//   curvature.csv       one row per curvature probe step (columns: kCurvatureColumns)
+//   curvature.csv       one row per curvature probe step (store::kCurvature, store/schema.h)
 //   curvature_eigen.csv the k smallest and k largest eigenpairs: step, end (min|max), index, lambda, residual
 //   symmetry.csv        one row per layer per symmetry probe step
 //   curvature/step-%08d-{vmin,vmax}-<i>.npy   eigenvectors, when vectors=true
 #pragma once
+
+#include <map>
 
 #include <cstdint>
 #include <functional>
@@ -49,8 +51,13 @@ Status check_probes(const std::vector<ProbeSpec>& specs, int64_t n_params);
 class ProbeSet {
  public:
   // The probes of `specs` for a model with `n_params` parameters, writing into `run_dir` (which must
-  // exist). Errors, before anything runs: the same probe twice, k larger than the parameter count.
-  static Result<ProbeSet> create(const std::vector<ProbeSpec>& specs, int64_t n_params, const std::string& run_dir);
+  // exist) the tables of store/schema.h. With `resume_from` >= 0, a resumed run: their rows of steps
+  // before it are kept, later ones dropped. Errors, before anything runs: the same probe twice, k
+  // larger than the parameter count, a table that cannot be written.
+  static Result<ProbeSet> create(const std::vector<ProbeSpec>& specs, int64_t n_params, const std::string& run_dir,
+                                 int64_t resume_from = -1);
+  // The files the probes of `specs` write, with their schema versions (the manifest's file list).
+  static std::map<std::string, int> files(const std::vector<ProbeSpec>& specs);
   // No probes at all.
   ProbeSet();
   ProbeSet(ProbeSet&&) noexcept;
@@ -63,6 +70,8 @@ class ProbeSet {
   Status run(int64_t step, const ModelView& model);
   // Writes what is still buffered (a curvature row waiting for its Hessian-Lipschitz HVP at step+1).
   Status finish();
+  // Whether no probe holds a measurement between steps: a checkpoint taken now loses nothing.
+  bool idle() const;
   // Seconds spent in probes so far.
   double seconds() const { return seconds_; }
 
@@ -71,11 +80,8 @@ class ProbeSet {
   double seconds_ = 0;
 };
 
-// The curvature.csv header, in order.
-extern const std::vector<std::string> kCurvatureColumns;
-
 // One curvature evaluation at the current parameters (the `saddlescope curvature` command): the same
-// numbers as a curvature.csv row plus the eigenpairs, as JSON.
+// numbers as a curvature.csv row (same names) plus the eigenpairs, as JSON.
 Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView& model);
 
 }  // namespace saddlescope::probes

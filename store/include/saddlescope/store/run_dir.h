@@ -119,7 +119,6 @@ class RunDir {
   Result<std::vector<CurvatureEigenRow>> curvature_eigen() const { return read(kCurvatureEigen); }
   Result<std::vector<SymmetryRow>> symmetry() const { return read(kSymmetry); }
   Result<std::vector<OpRow>> ops() const { return read(kOps); }
-  Result<std::vector<OpSummaryRow>> ops_summary() const { return read(kOpsSummary); }
 
   // Steps of the complete snapshots, ascending.
   std::vector<int64_t> snapshot_steps() const;

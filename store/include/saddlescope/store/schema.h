@@ -68,7 +68,7 @@ extern const Table<SymmetryRow> kSymmetry;
 struct OpRow {
   int64_t step = 0;
   std::string op, phase;  // tap name; fwd | wgrad
-  int64_t index = 0;      // flat index of the element in the op's output (or weight gradient)
+  std::string index;      // the element's coordinates in the op's output (or weight), joined by ':'
   double observed = 0;    // what the kernel computed
   double exact = 0;       // the exact value rounded to nearest binary64
   double ulp_error = 0;   // (observed − exact) in ULPs of the exact value in `dtype` (signed)
@@ -78,24 +78,8 @@ struct OpRow {
   std::string kernel;     // linear | conv2d | sigmoid | tanh | relu | mse_loss
   std::string dtype;      // float32 | float64: the data's format, which ULPs and bound are in
   int64_t terms = 0;      // products and additions summed (1 for an activation)
-  std::string flag;       // within | beyond | nonfinite_input | ... (analysis/op_summary.h)
+  std::string flag;       // within | beyond | nonfinite_input | ... (analysis/op_summary.h says each)
 };
 extern const Table<OpRow> kOps;
-
-// ops_summary.csv: one row per (op, phase, dtype), written when the run's taps finish.
-struct OpSummaryRow {
-  std::string op, phase, kernel, dtype;
-  int64_t samples = 0;      // rows
-  int64_t measured = 0;     // rows flagged within or beyond
-  int64_t beyond = 0;       // rows flagged beyond
-  double fraction_beyond = 0;                  // beyond / measured; NaN when measured == 0
-  double median_abs_ulp = 0, max_abs_ulp = 0;  // |ulp_error| over measured rows; NaN when none
-  double max_bound_ratio = 0;                  // over measured rows; NaN when none
-  int64_t nonfinite = 0;    // rows with a non-finite exact or observed value
-  // Beyond rows whose every term is exactly zero (bound 0) yet whose result is not: no sum of the
-  // products, in any order or precision, gives that — not rounding.
-  int64_t zero_terms = 0;
-};
-extern const Table<OpSummaryRow> kOpsSummary;
 
 }  // namespace saddlescope::store

@@ -9,9 +9,13 @@
 // LibTorch's torch::optim::Adam (without weight decay or AMSGrad), up to the rounding of the scalars.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
+
+#include "saddlescope/base/status.h"
 
 namespace saddlescope::trainer {
 
@@ -29,6 +33,12 @@ class DeviceAdam {
   // The learning rate from the next step on (an enqueued fill: no synchronisation).
   void set_lr(double lr);
   double lr() const { return lr_value_; }
+
+  // The whole state (moments, β powers, learning rate) as named tensors "<prefix>m.<i>", ... for a
+  // checkpoint; load() copies such a map back in place (exact). Errors name the missing or
+  // mis-shaped entry.
+  void save(const std::string& prefix, std::map<std::string, torch::Tensor>* out) const;
+  Status load(const std::string& prefix, const std::map<std::string, torch::Tensor>& in);
 
  private:
   std::vector<torch::Tensor> params_, m_, v_;

@@ -95,13 +95,18 @@ struct RunConfig {
                                             // (probes/probe_spec.h, probe_defaults)
   int64_t snapshot_every = 0;               // parameter snapshots every k steps (0: first and last only)
   bool snapshot_grads = false;              // also snapshot the gradients
+  int64_t checkpoint_every = 0;             // checkpoints every k steps (0: every 60 s of training)
   std::string out = "runs";                 // study directory; the run goes to <out>/runs/<run-id>/
 
   // Every key, resolved, as JSON (the manifest's "config"): flat, one entry per config key.
   nlohmann::json to_json() const;
-  // The keys that determine the result (not out, data_dir, log_every, snapshot cadence), canonical
+  // The keys that determine the result (not out, data_dir, log_every, snapshot and checkpoint
+  // cadence), canonical
   // JSON: hashed into the run id.
   std::string identity() const;
+  // identity() without the seeds (seed, data_seed, perturbation_seed), as
+  // "autoencoder-cuda-cudnn-det-t16-<hash8>": what the runs of one config over seeds share.
+  std::string config_key() const;
   // "autoencoder-cuda-cudnn-det-t16-s7": the readable part of the run id.
   std::string run_prefix() const;
 };
@@ -124,6 +129,9 @@ class ConfigBuilder {
  public:
   // Reads a TOML file. Unknown keys, wrong types and out-of-range values are errors naming file:line.
   Status load_toml(const std::string& path);
+  // Sets every key of `config` (a manifest's "config": flat, key -> JSON value), as a resumed run does.
+  // Same checks as the file; errors name `origin` and the key.
+  Status load_json(const nlohmann::json& config, const std::string& origin);
   // Sets `key` from a flag's text (origin "--key"). Same checks as the file.
   Status set_flag(const std::string& key, const std::string& text);
   // Applies defaults (data_dir, threads, data_seed, cublas_workspace) and cross-field checks (CUDA-only

@@ -11,6 +11,8 @@
 // Random draws happen on the CPU and are copied to the device, so CPU and GPU runs get the same noise.
 #pragma once
 
+#include <map>
+
 #include <memory>
 
 #include <nlohmann/json_fwd.hpp>
@@ -41,12 +43,18 @@ class Perturber {
   // stochastic rounding, whose draws come from the CPU.
   bool step_capturable() const { return p_.kind != "stochastic-rounding"; }
 
+  // The perturbation's state (its random stream; stochastic rounding's float64 shadows and their
+  // Adam) as named tensors for a checkpoint, and back. Errors name the missing entry.
+  void save(std::map<std::string, torch::Tensor>* out) const;
+  Status load(const std::map<std::string, torch::Tensor>& in);
+
  private:
   Perturbation p_;
   at::Generator gen_;
   // stochastic-rounding: float64 shadows of the parameters and their own Adam.
   std::vector<torch::Tensor> shadow_;
   std::unique_ptr<DeviceAdam> adam64_;
+  std::map<std::string, torch::Tensor> resumed_adam64_;  // its checkpointed state, until it exists
 };
 
 // Rounds each element of the float64 tensor `x` to one of its two neighbouring float32 values, up with

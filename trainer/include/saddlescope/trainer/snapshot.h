@@ -1,4 +1,5 @@
-// Parameter and gradient snapshots, one NumPy .npy file per parameter so that numpy.load reads them:
+// Parameter and gradient snapshots, one NumPy .npy file per parameter so that numpy.load reads them
+// (store/run_dir.h owns the layout and reads them back):
 //   <run>/snapshots/step-00000100/encoder.fc1.weight.npy        parameters θ_t (before update t)
 //   <run>/snapshots/step-00000100/encoder.fc1.weight.grad.npy   gradient at θ_t (when asked for)
 // The last snapshot holds the final parameters θ_steps (no gradient).
@@ -16,11 +17,9 @@ namespace saddlescope::trainer {
 
 using NamedTensors = torch::OrderedDict<std::string, torch::Tensor>;
 
-// "<run_dir>/snapshots/step-%08d".
-std::string snapshot_dir(const std::string& run_dir, int64_t step);
-
-// Writes every parameter (and its gradient when `with_grads` and defined) of `params` into `dir`,
-// which is created. Copies from the device (a synchronisation): call at snapshot steps only.
+// Writes every parameter (and its gradient when `with_grads` and defined) of `params` into `dir`
+// (store::snapshot_dir), all or nothing (store::AtomicDir). Copies from the device (a
+// synchronisation): call at snapshot steps only. Errors name the file.
 Status save_snapshot(const std::string& dir, const NamedTensors& params, bool with_grads);
 
 // Copies parameters into `params` (CPU tensors) from `path`: a run directory (its step-0 snapshot,

@@ -36,6 +36,7 @@ class TrainStep {
   // The learning rate from the next update on (enqueued; captured updates read it from the device).
   void set_lr(double lr) { adam_.set_lr(lr); }
   double lr() const { return adam_.lr(); }
+  DeviceAdam& adam() { return adam_; }  // its state goes into checkpoints
   const torch::Tensor& loss() const { return loss_; }
   const torch::Tensor& grad_norm() const { return norm_; }
 

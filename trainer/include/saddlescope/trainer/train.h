@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/store/manifest.h"
 
 namespace saddlescope::trainer {
 
@@ -17,11 +18,14 @@ struct RunConfig;
 struct TrainOptions {
   bool replace = false;          // replace an existing run directory of the same config
   std::FILE* progress = stdout;  // progress bar / lines; nullptr for silence
+  bool resume = false;           // continue the run in resume_dir from its checkpoint (cfg is its config)
+  std::string resume_dir;
 };
 
 struct TrainResult {
   std::string run_dir;
-  std::string status;                       // "completed" or "diverged"
+  store::RunStatus status = store::RunStatus::kCompleted;  // completed, diverged or interrupted
+  int stop_signal = 0;                      // interrupted: the signal (SIGINT, SIGTERM, SIGHUP)
   int64_t steps_completed = 0;
   std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite
   double final_loss = 0;                    // mean training loss over the last log window
@@ -32,10 +36,14 @@ struct TrainResult {
   double train_s = 0;
 };
 
-// Validates everything (device, data, batch size) before writing anything, then trains and writes
-// <cfg.out>/runs/<run-id>/ (manifest.json, metrics.csv) and refreshes <cfg.out>/catalog.sqlite.
-// A non-finite loss ends the run with status "diverged" (a result, not an error). An error after the
-// run directory exists leaves it with status "failed" and the error in the manifest.
+// Validates everything (device, data, batch size) before writing anything, then takes the run's lock
+// (an error when a live process holds it), trains and writes <cfg.out>/runs/<run-id>/ (the run store:
+// store/run_dir.h) and refreshes <cfg.out>/catalog.sqlite. A non-finite loss ends the run with status
+// "diverged"; SIGINT/SIGTERM/SIGHUP end it at the next step boundary with a checkpoint and status
+// "interrupted" (results, not errors). An error after the run directory exists leaves it with status
+// "failed" and the error in the manifest. With options.resume, continues options.resume_dir from its
+// last checkpoint: on the CPU and in deterministic CUDA configs the result is bitwise that of a run
+// never stopped (wall-clock columns aside).
 Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options);
 
 // One curvature evaluation (probes::evaluate_curvature) of the model `cfg` describes, at the parameters

@@ -1,33 +1,19 @@
-#include "saddlescope/probes/op_summary.h"
+#include "saddlescope/analysis/op_summary.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <tuple>
 
 #include <fmt/format.h>
 
-#include "saddlescope/store/csv.h"
-#include "saddlescope/store/files.h"
 
-namespace saddlescope::probes {
-
-const std::vector<std::string> kOpsColumns = {"step",      "op",    "phase", "index",  "observed",
-                                              "exact",     "ulp_error", "bound", "bound_ratio", "call",
-                                              "kernel",    "dtype", "terms", "flag"};
-
-const std::vector<std::string> kOpsSummaryColumns = {
-    "op",       "phase",  "kernel",         "dtype",       "samples",         "measured",
-    "beyond",   "fraction_beyond", "median_abs_ulp", "max_abs_ulp", "max_bound_ratio", "nonfinite",
-    "zero_terms"};
+namespace saddlescope::analysis {
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-bool measured(const std::string& flag) { return flag == "within" || flag == "beyond"; }
 
 double median(std::vector<double> v) {
   if (v.empty()) return kNaN;
@@ -38,19 +24,12 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-const char* flag_of(const reference::ErrorReport& r) {
-  switch (r.outcome) {
-    case reference::Outcome::kMeasured: return r.matches ? "within" : "beyond";
-    case reference::Outcome::kNonFiniteInput: return r.matches ? "nonfinite_input" : "nonfinite_input_mismatch";
-    case reference::Outcome::kNonFiniteObserved: return r.matches ? "overflow" : "nonfinite_observed";
-  }
-  return "?";
-}
+bool is_measured(const std::string& flag) { return flag == "within" || flag == "beyond"; }
 
-std::vector<OpSummary> summarize_ops(const std::vector<OpRow>& rows) {
+std::vector<OpSummary> summarize_ops(const std::vector<store::OpRow>& rows) {
   using Key = std::tuple<std::string, std::string, std::string>;
   std::vector<Key> order;
-  std::map<Key, std::vector<const OpRow*>> groups;
+  std::map<Key, std::vector<const store::OpRow*>> groups;
   for (const auto& r : rows) {
     Key key{r.op, r.phase, r.dtype};
     auto [it, fresh] = groups.try_emplace(key);
@@ -66,8 +45,8 @@ std::vector<OpSummary> summarize_ops(const std::vector<OpRow>& rows) {
     s.samples = static_cast<int64_t>(g.size());
     std::vector<double> ulps;
     double max_ratio = kNaN;
-    for (const OpRow* r : g) {
-      if (!measured(r->flag)) {
+    for (const store::OpRow* r : g) {
+      if (!is_measured(r->flag)) {
         ++s.nonfinite;
         continue;
       }
@@ -84,50 +63,6 @@ std::vector<OpSummary> summarize_ops(const std::vector<OpRow>& rows) {
     out.push_back(s);
   }
   return out;
-}
-
-Result<std::vector<OpRow>> read_ops_csv(const std::string& path) {
-  auto t = store::read_csv_text(path);
-  if (!t) return t.status();
-  std::map<std::string, int> at;
-  for (const char* name : {"step", "op", "phase", "kernel", "dtype", "flag", "ulp_error", "bound_ratio"}) {
-    at[name] = t->column(name);
-    if (at[name] < 0) return Status::Error(path + ": no column '" + name + "' (not an ops.csv?)");
-  }
-  std::vector<OpRow> rows;
-  for (size_t i = 0; i < t->rows.size(); ++i) {
-    const auto& f = t->rows[i];
-    auto number = [&](const char* name, double* out) {
-      const std::string& s = f[static_cast<size_t>(at[name])];
-      char* end = nullptr;
-      *out = std::strtod(s.c_str(), &end);
-      return !s.empty() && *end == '\0';
-    };
-    OpRow r;
-    double step = 0;
-    if (!number("step", &step) || !number("ulp_error", &r.ulp_error) || !number("bound_ratio", &r.bound_ratio))
-      return Status::Error(fmt::format("{}:{}: step, ulp_error and bound_ratio must be numbers", path, i + 2));
-    r.step = static_cast<int64_t>(step);
-    r.op = f[static_cast<size_t>(at["op"])];
-    r.phase = f[static_cast<size_t>(at["phase"])];
-    r.kernel = f[static_cast<size_t>(at["kernel"])];
-    r.dtype = f[static_cast<size_t>(at["dtype"])];
-    r.flag = f[static_cast<size_t>(at["flag"])];
-    rows.push_back(std::move(r));
-  }
-  return rows;
-}
-
-Status write_ops_summary(const std::string& path, const std::vector<OpSummary>& summaries) {
-  std::string csv;
-  for (size_t i = 0; i < kOpsSummaryColumns.size(); ++i) csv += (i ? "," : "") + kOpsSummaryColumns[i];
-  csv += "\n";
-  for (const auto& s : summaries)
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.op, s.phase, s.kernel, s.dtype, s.samples,
-                       s.measured, s.beyond, store::format_double(s.fraction_beyond),
-                       store::format_double(s.median_abs_ulp), store::format_double(s.max_abs_ulp),
-                       store::format_double(s.max_bound_ratio), s.nonfinite, s.zero_terms);
-  return store::write_file_atomic(path, csv);
 }
 
 namespace {
@@ -181,4 +116,4 @@ std::string ops_comparison_markdown(const std::vector<std::string>& labels,
   return md;
 }
 
-}  // namespace saddlescope::probes
+}  // namespace saddlescope::analysis

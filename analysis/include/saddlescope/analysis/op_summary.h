@@ -1,8 +1,6 @@
-// ops.csv, the rows the op taps write (op_taps.h), and their per-op summary. Torch-free, so that the
-// `saddlescope ops` command and any reader of a run can summarise a run without LibTorch.
-//
-//   ops.csv          one row per sampled element: kOpsColumns
-//   ops_summary.csv  one row per (op, phase): kOpsSummaryColumns, written when the run's taps finish
+// Per-op summaries of a run's op taps (ops.csv, store/schema.h): how far the kernels' results lie from
+// the exact values, in ULPs, and how many lie beyond the a-priori rounding bound. Computed from the rows
+// when asked for (`saddlescope ops`, the reports), never stored beside them. Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -10,34 +8,18 @@
 #include <vector>
 
 #include "saddlescope/base/status.h"
-#include "saddlescope/reference/evaluation.h"
+#include "saddlescope/store/schema.h"
 
-namespace saddlescope::probes {
+namespace saddlescope::analysis {
 
-// step, op, phase (fwd | wgrad), index, observed, exact (the exact value rounded to nearest binary64),
-// ulp_error (signed, in ULPs of the exact value in `dtype`), bound (the a-priori bound, absolute),
-// bound_ratio (|error| / bound), call (which call of the op, e.g. PredNet's frame; -1 for wgrad, which
-// sums every call), kernel (linear | conv2d | sigmoid | tanh | relu | mse_loss), dtype (float32 |
-// float64: the format of the data, which the ULPs and the bound are in), terms (products and additions
-// summed; 1 for an activation), flag (flag_of below).
-extern const std::vector<std::string> kOpsColumns;
-extern const std::vector<std::string> kOpsSummaryColumns;
-
-// What a row says, from reference::assess's report:
+// What an ops.csv row's flag says (written by the op taps from reference::assess's report):
 //   within        measured, |error| <= bound: rounding explains it
 //   beyond        measured, |error| > bound: rounding does not explain it (TF32, a code-path difference)
 //   nonfinite_input           the exact result is NaN/±inf and the observed value is the IEEE one
 //   nonfinite_input_mismatch  the exact result is NaN/±inf and the observed value is not that
 //   overflow                  exact finite, observed ±inf, and correct rounding overflows too
 //   nonfinite_observed        exact finite, observed NaN/±inf that correct rounding does not give
-const char* flag_of(const reference::ErrorReport& r);
-
-// The fields of an ops.csv row that the summary needs.
-struct OpRow {
-  int64_t step = 0;
-  std::string op, phase, kernel, dtype, flag;
-  double ulp_error = 0, bound_ratio = 0;  // NaN unless flag is within/beyond
-};
+bool is_measured(const std::string& flag);  // within or beyond
 
 struct OpSummary {
   std::string op, phase, kernel, dtype;
@@ -54,14 +36,8 @@ struct OpSummary {
   double max_bound_ratio = 0;                  // over measured rows; NaN when there are none
 };
 
-// One summary per (op, phase, dtype), in the order the pairs first appear in `rows`.
-std::vector<OpSummary> summarize_ops(const std::vector<OpRow>& rows);
-
-// Reads <run_dir>/ops.csv. Errors name the file and line (a missing column, a malformed number).
-Result<std::vector<OpRow>> read_ops_csv(const std::string& path);
-
-// Writes the summaries as a CSV file (kOpsSummaryColumns), atomically.
-Status write_ops_summary(const std::string& path, const std::vector<OpSummary>& summaries);
+// One summary per (op, phase, dtype), in the order the triples first appear in `rows`.
+std::vector<OpSummary> summarize_ops(const std::vector<store::OpRow>& rows);
 
 // A Markdown table: op, phase, dtype, samples, median and max |ULP error|, beyond the bound
 // (count and fraction), the largest error/bound ratio, non-finite rows.
@@ -73,4 +49,4 @@ std::string ops_markdown(const std::vector<OpSummary>& summaries);
 std::string ops_comparison_markdown(const std::vector<std::string>& labels,
                                     const std::vector<std::vector<OpSummary>>& runs);
 
-}  // namespace saddlescope::probes
+}  // namespace saddlescope::analysis

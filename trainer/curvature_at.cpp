@@ -1,0 +1,56 @@
+// curvature_at: one curvature evaluation of a run's model at a snapshot, or at its initial weights.
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "saddlescope/gpu/graph.h"
+#include "saddlescope/probes/probe.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/batches.h"
+#include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/execution.h"
+#include "saddlescope/trainer/initial.h"
+#include "saddlescope/trainer/model_view.h"
+#include "saddlescope/trainer/train.h"
+
+namespace saddlescope::trainer {
+
+Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, const std::string& probe_spec) {
+  auto spec = probes::parse_probe_spec(probe_spec, probe_defaults(config.model));
+  if (!spec) return spec.status();
+  if (spec->name != "curvature") return Status::Error("probe '" + probe_spec + "': expected a curvature probe");
+  RunConfig cfg = config;
+  if (at_step >= 0) {
+    if (cfg.init_from.empty()) return Status::Error("--at-step needs --init-from RUN_DIR");
+    auto run = store::RunDir::open(cfg.init_from);
+    if (!run) return Status::Error("--init-from: " + run.status().message());
+    const nlohmann::json& model = run->manifest().config_value("model");
+    if (model.is_string() && model.get<std::string>() != cfg.model)
+      return Status::Error("--init-from: " + cfg.init_from + " trained model " + model.get<std::string>() +
+                           ", this evaluation builds " + cfg.model + " (pass --model " + model.get<std::string>() +
+                           " and that run's other model keys)");
+    auto dir = run->snapshot_path(at_step);
+    if (!dir) return Status::Error("--at-step: " + dir.status().message() + " (train with --snapshot-every)");
+    cfg.init_from = *dir;
+  }
+  auto applied = apply_execution(cfg.execution);
+  if (!applied) return applied.status();
+  auto data = load_dataset(cfg);
+  if (!data) return data.status();
+  Perturber none{Perturbation{}};
+  nlohmann::json unused;
+  auto model = initial_model(cfg, *data, none, &unused);
+  if (!model) return model.status();
+  int64_t n_params = parameter_count(**model);
+  SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes({*spec}, n_params));
+  torch::Device device(cfg.execution.device);
+  Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), device, dtype_of(cfg));
+  probes::ModelView view = model_view(*model, batches.probe_set(probe_examples_needed({*spec})));
+  gpu::SideStream stream(device);  // as in training: the probe's HVP graphs are captured off the default stream
+  auto j = probes::evaluate_curvature(*spec, view);
+  if (!j) return j.status();
+  (*j)["parameters"] = cfg.init_from.empty() ? "initial (seed " + std::to_string(cfg.seed) + ")" : cfg.init_from;
+  (*j)["parameter_count"] = n_params;
+  return *j;
+}
+
+}  // namespace saddlescope::trainer
