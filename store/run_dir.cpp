@@ -209,6 +209,14 @@ Result<std::vector<Row>> RunDir::read(const Table<Row>& table) const {
   return read_table(path_, table);
 }
 
+// The header's readers (metrics(), ...) call read() inline: instantiate it here for every table.
+template Result<std::vector<MetricsRow>> RunDir::read(const Table<MetricsRow>&) const;
+template Result<std::vector<CurvatureRow>> RunDir::read(const Table<CurvatureRow>&) const;
+template Result<std::vector<CurvatureEigenRow>> RunDir::read(const Table<CurvatureEigenRow>&) const;
+template Result<std::vector<SymmetryRow>> RunDir::read(const Table<SymmetryRow>&) const;
+template Result<std::vector<OpRow>> RunDir::read(const Table<OpRow>&) const;
+template Result<std::vector<OpSummaryRow>> RunDir::read(const Table<OpSummaryRow>&) const;
+
 std::vector<int64_t> RunDir::snapshot_steps() const {
   std::vector<int64_t> steps;
   std::error_code ec;
