@@ -224,6 +224,14 @@ Status upsert_run(const std::string& study_dir, const std::string& run_dir) {
   return db->close();
 }
 
+bool catalog_being_written(const std::string& study_dir) {
+  int fd = ::open((fs::path(study_dir) / kCatalogLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases a shared lock taken just now
+  return held;
+}
+
 Result<int> rebuild_catalog(const std::string& study_dir) {
   auto lock = CatalogLock::acquire(study_dir);
   if (!lock) return lock.status();

@@ -39,6 +39,9 @@ Status upsert_run(const std::string& study_dir, const std::string& run_dir);
 // database failure, the lock not free in time.
 Result<int> rebuild_catalog(const std::string& study_dir);
 
+// Whether some process holds the writers' lock now (an update or rebuild is under way).
+bool catalog_being_written(const std::string& study_dir);
+
 // A row of table problems: a file of a run that could not be read, and why.
 struct CatalogProblem {
   std::string run_id;  // the run directory's name
