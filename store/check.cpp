@@ -34,10 +34,12 @@ std::string utc_now() {
   return buf;
 }
 
-// A reader's message without the "<run_dir>/<file>: " its reader put first (describe() names them).
+// A reader's message without the "<run_dir>/<file>: " or "<run_dir>: " its reader put first
+// (describe() names the run and file).
 std::string relative(const std::string& message, const std::string& run_dir, const std::string& file) {
-  std::string prefix = run_dir + "/" + file + ": ";
-  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+  for (const std::string& prefix : {run_dir + "/" + file + ": ", run_dir + ": "})
+    if (message.rfind(prefix, 0) == 0) return message.substr(prefix.size());
+  return message;
 }
 
 // A temporary of a writer: ".<name>.tmp" (AtomicDir), "<name>.tmp.<pid>" (write_file_atomic and the
@@ -158,10 +160,15 @@ std::string describe(const StudyProblem& p) {
   return (p.run_id.empty() ? "" : p.run_id + "/") + p.file + ": " + p.message;
 }
 
-Result<StudyCheck> check_study(const std::string& study_dir) {
+Status require_study(const std::string& study_dir) {
   std::error_code ec;
   if (!fs::is_directory(fs::path(study_dir) / "runs", ec))
     return Status::Error(study_dir + ": not a study directory (no runs/ directory)");
+  return Status::Ok();
+}
+
+Result<StudyCheck> check_study(const std::string& study_dir) {
+  SADDLESCOPE_RETURN_IF_ERROR(require_study(study_dir));
   StudyCheck check;
   for (const auto& dir : list_run_dirs(study_dir)) check_run(dir, &check.runs, &check.problems);
   check_catalogue(study_dir, &check.problems);

@@ -36,6 +36,9 @@ struct StudyCheck {
   bool clean() const { return problems.empty(); }
 };
 
+// Ok when `study_dir` is a study: a directory with a runs/ directory. The error names it.
+Status require_study(const std::string& study_dir);
+
 // "<run_id>/<file>: <message>" (or "<file>: <message>" for the study): how a problem is printed.
 std::string describe(const StudyProblem& p);
 
