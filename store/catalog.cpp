@@ -93,12 +93,14 @@ Result<Found> inspect(const Db& db) {
   return Found{true, ""};
 }
 
-// Opens an existing catalogue read-only and checks its version; `found` says whether it is current.
+// Opens an existing catalogue to read it and checks its version; `found` says whether it is current.
+// Read-write (when permitted) although nothing is written: a writer killed mid-transaction leaves a hot
+// journal, which only a connection that may write can roll back — a read-only one fails instead.
 Result<Db> open_for_reading(const std::string& study_dir, Found* found) {
   std::string path = catalog_path(study_dir);
   std::error_code ec;
   if (!fs::exists(path, ec)) return Status::Error(path + ": no catalogue; `saddlescope store index` builds it");
-  auto db = Db::open(path, false, /*read_only=*/true);
+  auto db = Db::open(path, /*create=*/false);
   if (!db) return db.status();
   auto f = inspect(*db);
   if (!f) return f.status();
@@ -129,7 +131,7 @@ Result<int> rebuild_locked(const std::string& study_dir) {
   std::string path = catalog_path(study_dir);
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    auto old = Db::open(path, false, /*read_only=*/true);
+    auto old = Db::open(path, /*create=*/false);
     if (old) {
       auto found = inspect(*old);
       if (!found) return found.status();  // a newer saddlescope's, or not ours: refuse
