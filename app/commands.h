@@ -23,6 +23,7 @@ Command add_repeatability(CLI::App& app);
 Command add_reference(CLI::App& app);
 Command add_curvature(CLI::App& app);
 Command add_ops(CLI::App& app);
+Command add_store(CLI::App& app);
 
 // Prints "saddlescope: <message>" on stderr and returns 1: the one way commands report errors.
 int fail(const std::string& message);

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   std::vector<Command> commands;
-  for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_ops, add_reference, add_data, add_env}) commands.push_back(add(app));
+  for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_ops, add_reference, add_data, add_store, add_env}) commands.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

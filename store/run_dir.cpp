@@ -212,7 +212,7 @@ Result<std::vector<Row>> RunDir::read(const Table<Row>& table) const {
   return read_table(path_, table);
 }
 
-// The tables RunDir reads (the header's accessors instantiate nothing themselves).
+// The header's readers (metrics(), ...) call read() inline: instantiate it here for every table.
 template Result<std::vector<MetricsRow>> RunDir::read(const Table<MetricsRow>&) const;
 template Result<std::vector<CurvatureRow>> RunDir::read(const Table<CurvatureRow>&) const;
 template Result<std::vector<CurvatureEigenRow>> RunDir::read(const Table<CurvatureEigenRow>&) const;
