@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     if (!manifest) return fail(manifest.status().message());
     plain_s.push_back(plain->train_s);
     with_s.push_back(with->train_s);
-    probe_s.push_back((*manifest)["timings"]["probe_s"].get<double>());
+    probe_s.push_back(manifest->timings.probe_s);
   }
 
   // 1 and 2, at the initial and the trained parameters.
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     if (std::string(when) == "trained") {
       net->module().to(torch::kCPU);
       auto named = net->module().named_parameters();
-      if (Status s = trainer::load_parameters(trainer::snapshot_dir(plain_dir, steps), named); !s.ok())
+      if (Status s = trainer::load_parameters(store::snapshot_dir(plain_dir, steps), named); !s.ok())
         return fail(s.message());
       net->module().to(device);
     }

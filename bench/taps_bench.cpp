@@ -44,7 +44,7 @@ Result<Timing> timed(const trainer::RunConfig& cfg) {
   if (!r) return r.status();
   auto m = store::read_manifest(r->run_dir);
   if (!m) return m.status();
-  return Timing{r->train_s, (*m)["timings"].value("tap_s", 0.0)};
+  return Timing{r->train_s, m->timings.tap_s};
 }
 
 std::string stats(std::vector<double> v) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <cstdlib>
 #include <cstdio>
@@ -51,10 +52,13 @@ bool file_exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-Status injected_write_failure(const std::string& path) {
-  static const char* spec = std::getenv("SADDLESCOPE_FAIL_WRITE");
-  if (!spec || !*spec) return Status::Ok();
-  static std::atomic<long> seen{0};
+namespace {
+
+// Whether the test hook in `var` ("SUBSTRING" or "SUBSTRING:N") is due at this write to `path`: the
+// N-th (default first) write to a path containing SUBSTRING, and every later one.
+bool hook_due(const char* var, std::atomic<long>* seen, const std::string& path) {
+  const char* spec = std::getenv(var);
+  if (!spec || !*spec) return false;
   std::string s = spec;
   size_t colon = s.rfind(':');
   long nth = 1;
@@ -62,8 +66,17 @@ Status injected_write_failure(const std::string& path) {
     nth = std::strtol(s.c_str() + colon + 1, nullptr, 10);
     s.resize(colon);
   }
-  if (path.find(s) == std::string::npos || ++seen < nth) return Status::Ok();
-  return Status::Error(path + ": write failed: " + std::strerror(ENOSPC) + " (injected by SADDLESCOPE_FAIL_WRITE)");
+  return path.find(s) != std::string::npos && ++*seen >= nth;
+}
+
+}  // namespace
+
+Status injected_write_failure(const std::string& path) {
+  static std::atomic<long> failures{0}, kills{0};
+  if (hook_due("SADDLESCOPE_KILL_AT_WRITE", &kills, path)) ::raise(SIGKILL);
+  if (hook_due("SADDLESCOPE_FAIL_WRITE", &failures, path))
+    return Status::Error(path + ": write failed: " + std::strerror(ENOSPC) + " (injected by SADDLESCOPE_FAIL_WRITE)");
+  return Status::Ok();
 }
 
 Result<std::string> read_file(const std::string& path) {

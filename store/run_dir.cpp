@@ -180,8 +180,7 @@ Result<RunDir> RunDir::open(const std::string& path) {
     return Status::Error(path + ": not a run directory (no manifest.json)");
   auto m = read_manifest(path);
   if (!m) return m.status();
-  // Without a trailing '/', so that the study is found two levels up (state()).
-  std::string clean = fs::path(path).lexically_normal().string();
+  std::string clean = path;  // as the user wrote it (messages quote it), less a trailing '/'
   while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
   return RunDir(clean, std::move(*m));
 }
@@ -189,7 +188,7 @@ Result<RunDir> RunDir::open(const std::string& path) {
 RunStatus RunDir::state() const {
   if (manifest_.status != RunStatus::kRunning) return manifest_.status;
   if (!manifest_.process) return RunStatus::kStale;
-  fs::path runs = fs::path(path_).parent_path();
+  fs::path runs = fs::path(path_).lexically_normal().parent_path();
   if (manifest_.process->host == this_host())
     return RunLock::held(runs.parent_path().string(), manifest_.run_id) ? RunStatus::kRunning : RunStatus::kStale;
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

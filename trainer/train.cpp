@@ -196,6 +196,13 @@ Status train_loop(Loop& L, TrainResult* result) {
   return Status::Ok();
 }
 
+// The run's row in the study catalogue. The catalogue is derived data (`saddlescope store index`
+// rebuilds it): a failure is a warning, never the run's failure.
+void index_run(const std::string& study_dir, const std::string& run_dir) {
+  Status s = store::upsert_run(study_dir, run_dir);
+  if (!s.ok()) std::fprintf(stderr, "saddlescope: warning: catalogue not updated: %s\n", s.message().c_str());
+}
+
 // The manifest of a new run, status running.
 store::RunManifest new_manifest(const RunConfig& cfg, const std::string& run_id, const Dataset& data,
                                 const nlohmann::json& applied, const nlohmann::json& perturbed,
@@ -299,6 +306,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   }
   RunRecord record(dir, std::move(manifest));
   SADDLESCOPE_RETURN_IF_ERROR(record.start());
+  index_run(cfg.out, dir);  // listed as running while it runs
 
   TrainResult result;
   result.run_dir = dir;
@@ -335,6 +343,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     m.final_loss = result.final_loss;
   }
   Status written = record.finish(final_status);
+  index_run(cfg.out, dir);
   if (!status.ok()) return status;
   if (!written.ok()) return written;
   result.status = final_status;
@@ -344,9 +353,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     result.baseline = m.evaluation->baseline;
   }
 
-  auto indexed = store::rebuild_catalog(cfg.out);
-  if (!indexed) std::fprintf(stderr, "saddlescope: warning: catalogue not rebuilt: %s\n",
-                             indexed.status().message().c_str());
+  index_run(cfg.out, dir);
   return result;
 }
 

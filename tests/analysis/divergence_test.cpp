@@ -9,6 +9,7 @@
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/npy.h"
+#include "saddlescope/store/run_dir.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -33,9 +34,15 @@ class FakeRun {
  public:
   FakeRun(const testing::TempDir& root, const std::string& name) : dir_(root.file(name)) {
     fs::create_directories(dir_ + "/snapshots");
+    store::RunManifest m;
+    m.run_id = name;
+    m.config_key = "fake";
+    m.status = store::RunStatus::kCompleted;
+    m.files = {{store::kMetrics.file, store::kMetrics.version}, {store::kSnapshotsEntry, store::kSnapshotsVersion}};
+    EXPECT_TRUE(store::write_manifest(dir_, m).ok());
   }
   void losses(const std::vector<double>& l) {
-    std::string csv = "step,loss,grad_norm,lr,wall_s\n";
+    std::string csv = "step,loss,batch_grad_norm,lr,wall_s\n";
     for (size_t i = 0; i < l.size(); ++i) csv += std::to_string(i) + "," + store::format_double(l[i]) + ",1,0.001,0\n";
     ASSERT_TRUE(store::write_file_atomic(dir_ + "/metrics.csv", csv).ok());
   }
@@ -87,7 +94,7 @@ TEST(Diverge, FindsTheFirstDifferences) {
   const SnapshotDivergence& s = d->snapshots.back();
   EXPECT_EQ(s.differing, 1);
   EXPECT_EQ(s.elements, 4);
-  EXPECT_EQ(s.max_ulp, 1);
+  EXPECT_EQ(s.max_ulp_distance, 1);
   EXPECT_EQ(s.first_param, "w");
   EXPECT_NEAR(s.rel_l2, std::ldexp(1.0, -22) / std::sqrt(5.0), 1e-15);
   EXPECT_NE(to_csv(*d).find("3,"), std::string::npos);
@@ -104,7 +111,7 @@ TEST(Diverge, Float64AgainstFloat32ComparesValuesAndFloat32Ulps) {
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_FALSE(d->same_format);
   EXPECT_EQ(d->snapshots[0].differing, 1);
-  EXPECT_EQ(d->snapshots[0].max_ulp, 0);
+  EXPECT_EQ(d->snapshots[0].max_ulp_distance, 0);
 }
 
 TEST(Diverge, ErrorsNameTheRun) {
@@ -112,6 +119,11 @@ TEST(Diverge, ErrorsNameTheRun) {
   FakeRun a(root, "a"), b(root, "b");
   a.losses({0.5});
   b.losses({0.5});
+  auto no_snapshots = diverge(a.dir(), b.dir());
+  ASSERT_FALSE(no_snapshots.ok());
+  EXPECT_EQ(no_snapshots.status().message(), a.dir() + ": has no snapshots (status completed)");
+  a.snapshot<float>(1, "w", {1});
+  b.snapshot<float>(2, "w", {1});
   auto no_common = diverge(a.dir(), b.dir());
   ASSERT_FALSE(no_common.ok());
   EXPECT_NE(no_common.status().message().find("no snapshot step in common"), std::string::npos);
@@ -119,16 +131,18 @@ TEST(Diverge, ErrorsNameTheRun) {
   b.snapshot<float>(0, "v", {1});
   auto other_params = diverge(a.dir(), b.dir());
   ASSERT_FALSE(other_params.ok());
-  EXPECT_NE(other_params.status().message().find("holds other parameters"), std::string::npos);
+  EXPECT_NE(other_params.status().message().find("snapshots hold different parameters"), std::string::npos)
+      << other_params.status().message();
   auto missing = diverge(a.dir(), root.file("nowhere"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find(root.file("nowhere") + ": no snapshots/"), std::string::npos);
+  EXPECT_EQ(missing.status().message(), root.file("nowhere") + ": not a run directory (no such directory)");
   FakeRun c(root, "c");
   c.losses({0.5});
   c.snapshot<float>(0, "w", {1, 2});
   auto shape = diverge(a.dir(), c.dir());
   ASSERT_FALSE(shape.ok());
-  EXPECT_NE(shape.status().message().find("shape differs"), std::string::npos);
+  EXPECT_NE(shape.status().message().find("w: shapes differ between the runs"), std::string::npos)
+      << shape.status().message();
 }
 
 }  // namespace

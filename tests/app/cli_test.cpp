@@ -10,6 +10,7 @@
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
 #include "command.h"
+#include "manifest.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -30,7 +31,8 @@ std::vector<std::string> metrics_without_wall(const std::string& run_dir) {
 
 std::string only_run(const std::string& study) {
   std::vector<std::string> runs;
-  for (const auto& e : fs::directory_iterator(study + "/runs")) runs.push_back(e.path().string());
+  for (const auto& e : fs::directory_iterator(study + "/runs"))
+    if (e.is_directory()) runs.push_back(e.path().string());
   EXPECT_EQ(runs.size(), 1u);
   return runs.empty() ? "" : runs[0];
 }
@@ -118,7 +120,7 @@ TEST(Cli, MnistTrainingBeatsTheMeanImageBaseline) {
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_EQ(o.text.find('\r'), std::string::npos) << "no progress bar when stdout is not a terminal";
   EXPECT_NE(o.text.find("test     MSE"), std::string::npos) << o.text;
-  auto m = store::read_manifest(only_run(dir.path()));
+  auto m = testing::manifest_json(only_run(dir.path()));
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ((*m)["status"], "completed");
   EXPECT_EQ((*m)["data"]["train_examples"], 60000);
@@ -163,8 +165,21 @@ TEST(Cli, ProbesFromFlagsAndFile) {
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
   expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
                                                        "(known: curvature, symmetry, ops)");
-  expect_error("curvature " + common + " --at-step 3", "--at-step needs --init-from RUN_DIR");
-  Output c = run("curvature " + common + " --init-from " + r + " --at-step 0 --spec curvature:batch=16");
+  // One evaluation takes the model's keys, not a training's: --steps, --out or --probe would be ignored.
+  std::string model = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --batch-size 4";
+  expect_error("curvature " + common, "--steps: not used by `saddlescope curvature` (the probe's options go in "
+                                      "--spec, e.g. --spec curvature:k=2)");
+  expect_error("curvature " + model + " --probe curvature:k=2", "--probe: not used by `saddlescope curvature` (the "
+                                                                "probe's options go in --spec, e.g. --spec curvature:k=2)");
+  expect_error("curvature " + model + " --at-step 3", "--at-step needs --init-from RUN_DIR");
+  expect_error("curvature " + model + " --init-from " + dir.file("nowhere") + " --at-step 3",
+               "--init-from: " + dir.file("nowhere") + ": not a run directory (no such directory)");
+  expect_error("curvature " + model + " --init-from " + r + " --at-step 3",
+               "--at-step: " + r + ": no snapshot at step 3 (snapshots at steps: 0, 20) (train with --snapshot-every)");
+  expect_error("curvature --model linear --data teacher --init-from " + r + " --at-step 0",
+               "--init-from: " + r + " trained model autoencoder, this evaluation builds linear (pass --model "
+               "autoencoder and that run's other model keys)");
+  Output c = run("curvature " + model + " --init-from " + r + " --at-step 0 --spec curvature:batch=16");
   ASSERT_EQ(c.code, 0) << c.text;
   auto j = nlohmann::json::parse(c.text);
   EXPECT_TRUE(j["converged"].get<bool>());
@@ -175,12 +190,12 @@ TEST(Cli, ProbesFromFlagsAndFile) {
 TEST(Cli, LinearSaddleExample) {
   testing::TempDir dir;
   std::string example = std::string(SADDLESCOPE_SOURCE_DIR) + "/examples/linear_saddle.toml --out " + dir.path();
-  Output c = run("curvature --config " + example);
+  Output c = run("curvature --config " + std::string(SADDLESCOPE_SOURCE_DIR) + "/examples/linear_saddle.toml");
   ASSERT_EQ(c.code, 0) << c.text;
   auto j = nlohmann::json::parse(c.text);
   EXPECT_NEAR(j["lambda_min"].get<double>(), -4.0, 4e-3);
   EXPECT_NEAR(j["lambda_max"].get<double>(), 4.0, 4e-3);
-  EXPECT_EQ(j["grad_norm"], 0.0);
+  EXPECT_EQ(j["probe_grad_norm"], 0.0);
   Output t = run("train --config " + example + " --steps 1000 --perturbation gaussian:1e-6:absolute");
   ASSERT_EQ(t.code, 0) << t.text;
   EXPECT_NE(t.text.find("run      " + dir.path() + "/runs/linear-cpu-gaussian-init.zero-t1-s1-"), std::string::npos) << t.text;
@@ -205,7 +220,12 @@ TEST(Cli, OpTapsAndTheirSummary) {
   ASSERT_EQ(summary.code, 0) << summary.text;
   EXPECT_EQ(summary.text.find("| op | phase | dtype | samples |"), 0u) << summary.text;
   EXPECT_NE(summary.text.find("| encoder.fc1 | wgrad | float32 | 6 |"), std::string::npos) << summary.text;
-  expect_error("ops " + dir.file("nowhere"), dir.file("nowhere") + "/ops.csv: cannot open for reading");
+  expect_error("ops " + dir.file("nowhere"), dir.file("nowhere") + ": not a run directory (no such directory)");
+  ASSERT_EQ(run("train --seed 9 " + common).code, 0);
+  std::string untapped;
+  for (const auto& e : fs::directory_iterator(dir.file("runs")))
+    if (e.is_directory() && e.path().string().find("-s9-") != std::string::npos) untapped = e.path().string();
+  expect_error("ops " + untapped, untapped + ": no op taps (ops.csv); train with --probe ops");
   Output both = run("ops --labels first,second " + r + " " + r);
   ASSERT_EQ(both.code, 0) << both.text;
   EXPECT_EQ(both.text.find("| op | phase | dtype | first | second |\n|---|---|---|---|---|\n"), 0u) << both.text;
@@ -230,14 +250,14 @@ TEST(Cli, RepeatabilityAndDiverge) {
   ASSERT_EQ(run("train --perturbation bitflip " + common).code, 0);
   std::string flipped;
   for (const auto& e : fs::directory_iterator(dir.file("runs")))
-    if (e.path().string().find("bitflip") != std::string::npos) flipped = e.path().string();
+    if (e.is_directory() && e.path().string().find("bitflip") != std::string::npos) flipped = e.path().string();
   Output d = run("diverge " + a + " " + flipped);
   ASSERT_EQ(d.code, 0) << d.text;
   EXPECT_NE(d.text.find("At step 0 already 1 of"), std::string::npos) << d.text;
   EXPECT_NE(d.text.find("max 1 ULP, first in decoder.fc2.bias"), std::string::npos) << d.text;
 
   expect_error("diverge " + a + " " + dir.file("nothing"), dir.file("nothing") +
-               ": no snapshots/ (train with --snapshot-every, or a newer saddlescope)");
+               ": not a run directory (no such directory)");
 }
 
 }  // namespace

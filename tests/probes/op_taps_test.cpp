@@ -12,7 +12,9 @@
 #include <torch/torch.h>
 
 #include "saddlescope/base/text.h"
-#include "saddlescope/probes/op_summary.h"
+#include "saddlescope/analysis/op_summary.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/store/schema.h"
 #include "saddlescope/reference/evaluation.h"
 #include "saddlescope/reference/ops.h"
 #include "saddlescope/store/csv.h"
@@ -20,6 +22,25 @@
 
 namespace saddlescope::probes {
 namespace {
+
+using analysis::ops_comparison_markdown;
+using analysis::ops_markdown;
+using analysis::summarize_ops;
+
+// An ops.csv row with the fields the summary reads.
+store::OpRow op_row(int64_t step, const char* op, const char* phase, const char* kernel, const char* dtype,
+                    const char* flag, double ulp_error, double bound_ratio) {
+  store::OpRow r;
+  r.step = step;
+  r.op = op;
+  r.phase = phase;
+  r.kernel = kernel;
+  r.dtype = dtype;
+  r.flag = flag;
+  r.ulp_error = ulp_error;
+  r.bound_ratio = bound_ratio;
+  return r;
+}
 
 ProbeSpec spec(const std::string& text) {
   auto s = parse_probe_spec(text);
@@ -82,7 +103,6 @@ LinearRun linear_run(OpTaps& taps, torch::Dtype dtype, bool corrupt_output = fal
     r.w.grad().mul_(1.01);
   }
   EXPECT_TRUE(taps.record(0).ok());
-  EXPECT_TRUE(taps.finish().ok());
   return r;
 }
 
@@ -96,7 +116,7 @@ void check_linear(torch::Dtype dtype, const char* name) {
   ASSERT_TRUE(taps.ok()) << taps.status().message();
   LinearRun run = linear_run(**taps, dtype);
   store::CsvText t = ops_csv(dir.path());
-  EXPECT_EQ(t.columns, kOpsColumns);
+  EXPECT_EQ(t.columns, store::kOps.names());
   ASSERT_EQ(t.rows.size(), 7u + 7u + 7u + 1u) << "fc fwd, fc wgrad, sigmoid, loss";
   double worst = 0;
   for (const auto& r : t.rows) {
@@ -127,9 +147,9 @@ void check_linear(torch::Dtype dtype, const char* name) {
     worst = std::max(worst, number(t, r, "bound_ratio"));
   }
   std::printf("[ max diff ] %s linear: largest error/bound %.3g\n", name, worst);
-  auto summary = store::read_csv_text(dir.file("ops_summary.csv"));
-  ASSERT_TRUE(summary.ok()) << summary.status().message();
-  EXPECT_EQ(summary->rows.size(), 4u) << "fc fwd, fc wgrad, fc.sigmoid fwd, loss fwd";
+  auto rows = store::read_table(dir.path(), store::kOps);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(summarize_ops(*rows).size(), 4u) << "fc fwd, fc wgrad, fc.sigmoid fwd, loss fwd";
 }
 
 TEST(OpTaps, LinearFloat32WithinTheBoundAndExactAsTheReference) { check_linear<float>(torch::kFloat32, "float32"); }
@@ -214,7 +234,7 @@ TEST(OpTaps, CorruptedValuesAreFlaggedBeyondTheBound) {
     EXPECT_EQ(at(t, r, "flag"), "beyond") << at(t, r, "phase") << " " << at(t, r, "index");
     EXPECT_GT(number(t, r, "bound_ratio"), 1);
   }
-  auto rows = read_ops_csv(dir.file("ops.csv"));
+  auto rows = store::read_table(dir.path(), store::kOps);
   ASSERT_TRUE(rows.ok());
   for (const auto& s : summarize_ops(*rows)) {
     EXPECT_EQ(s.fraction_beyond, 1.0) << s.op << " " << s.phase;
@@ -226,10 +246,10 @@ TEST(OpTaps, CorruptedValuesAreFlaggedBeyondTheBound) {
 // of a sum of zeros gives zero, so such a result says the kernel is not computing that sum.
 TEST(OpTaps, ResultsFromAllZeroTermsAreCountedApart) {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<OpRow> rows = {{0, "conv", "wgrad", "conv2d", "float32", "within", 0.5, 0.01},
-                             {0, "conv", "wgrad", "conv2d", "float32", "beyond", 12.0, 3.0},
-                             {0, "conv", "wgrad", "conv2d", "float32", "beyond", 5e28, inf},
-                             {2, "conv", "wgrad", "conv2d", "float32", "within", 0.0, 0.0}};
+  std::vector<store::OpRow> rows = {op_row(0, "conv", "wgrad", "conv2d", "float32", "within", 0.5, 0.01),
+                                    op_row(0, "conv", "wgrad", "conv2d", "float32", "beyond", 12.0, 3.0),
+                                    op_row(0, "conv", "wgrad", "conv2d", "float32", "beyond", 5e28, inf),
+                                    op_row(2, "conv", "wgrad", "conv2d", "float32", "within", 0.0, 0.0)};
   auto s = summarize_ops(rows);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].beyond, 2);
@@ -264,7 +284,7 @@ TEST(OpTaps, NonFiniteInputsAreReportedAsSuch) {
     EXPECT_TRUE(std::isnan(number(t, r, "ulp_error"))) << "no huge number posing as an error";
     EXPECT_TRUE(std::isnan(number(t, r, "bound_ratio")));
   }
-  auto rows = read_ops_csv(dir.file("ops.csv"));
+  auto rows = store::read_table(dir.path(), store::kOps);
   ASSERT_TRUE(rows.ok());
   for (const auto& s : summarize_ops(*rows)) {
     EXPECT_EQ(s.nonfinite, 6) << s.op;

@@ -20,6 +20,7 @@
 #include "saddlescope/trainer/teacher.h"
 #include "saddlescope/trainer/train.h"
 #include "small_run.h"
+#include "manifest.h"
 #include "temp_dir.h"
 
 namespace saddlescope::trainer {
@@ -74,7 +75,7 @@ RunConfig linear_config(const testing::TempDir& dir) {
 }
 
 torch::Tensor read_param(const std::string& run_dir, int64_t step, const std::string& name) {
-  auto a = store::read_npy(snapshot_dir(run_dir, step) + "/" + name + ".npy");
+  auto a = store::read_npy(store::snapshot_dir(run_dir, step) + "/" + name + ".npy");
   EXPECT_TRUE(a.ok()) << a.status().message();
   if (!a.ok()) return {};
   return torch::from_blob(const_cast<uint8_t*>(a->bytes.data()), a->shape, torch::kFloat32).clone();
@@ -131,7 +132,7 @@ TEST(LinearNetwork, StaysBitwiseAtTheOriginAndRelativeNoiseCannotMoveIt) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     for (int64_t step = 0; step <= 500; step += 100)
       for (const char* name : {"fc1.weight", "fc2.weight"}) {
-        auto a = store::read_npy(snapshot_dir(r->run_dir, step) + "/" + name + ".npy");
+        auto a = store::read_npy(store::snapshot_dir(r->run_dir, step) + "/" + name + ".npy");
         ASSERT_TRUE(a.ok()) << a.status().message();
         for (uint8_t b : a->bytes) ASSERT_EQ(b, 0) << perturbation << ": " << name << " at step " << step;
       }
@@ -140,7 +141,7 @@ TEST(LinearNetwork, StaysBitwiseAtTheOriginAndRelativeNoiseCannotMoveIt) {
     ClosedForm f(make_teacher(cfg.teacher, 2).train, 16);
     // The loss sums the batch in each epoch's order, so only its rounding changes from step to step.
     for (const auto& row : m.rows) {
-      EXPECT_EQ(row[m.column("grad_norm")], 0.0);
+      EXPECT_EQ(row[m.column("batch_grad_norm")], 0.0);
       EXPECT_NEAR(row[m.column("loss")], f.loss_at_zero(), 1e-6 * f.loss_at_zero());
     }
   }
@@ -161,7 +162,7 @@ TEST(LinearNetwork, CurvatureProbeAtTheOriginFindsPlusMinusSigma1) {
     EXPECT_TRUE((*j)["converged"].get<bool>());
     EXPECT_LE(dmin, 1e-3);
     EXPECT_LE(dmax, 1e-3);
-    EXPECT_EQ((*j)["grad_norm"], 0.0);
+    EXPECT_EQ((*j)["probe_grad_norm"], 0.0);
     EXPECT_EQ((*j)["g_dot_vmin"], 0.0);
     EXPECT_EQ((*j)["parameter_count"], 2 * 16 + 8 * 2);
   }
@@ -185,7 +186,7 @@ TEST(LinearNetwork, SmallInitialisationReachesTheBestRankHLoss) {
   // run stuck at the next critical point (σ = 2 unlearned, loss + ½·2² = 2.665) is off by 300%.
   EXPECT_GE(excess, -1e-6);
   EXPECT_LE(excess, 1e-5);
-  auto m = store::read_manifest(r->run_dir);
+  auto m = testing::manifest_json(r->run_dir);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)["evaluation"]["split"], "test");
   EXPECT_EQ((*m)["evaluation"]["baseline"], "mean training target");
@@ -229,7 +230,7 @@ TEST(LinearNetwork, NpyPairsTrainAndBadPairsAreNamed) {
   cfg.init_scale = 1e-2;
   auto r = train(cfg, {true, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  auto m = store::read_manifest(r->run_dir);
+  auto m = testing::manifest_json(r->run_dir);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)["evaluation"]["split"], "train");
   EXPECT_EQ((*m)["data"]["example_shape"], nlohmann::json({24}));
@@ -278,7 +279,7 @@ TEST(InitScale, MultipliesTheSeededWeightsOfAnyModel) {
     auto half = train(*cfg, {true, nullptr});
     ASSERT_TRUE(half.ok()) << half.status().message();
     for (const char* name : {"fc1.weight", "fc2.weight", "encoder.fc1.weight", "decoder.fc2.bias"}) {
-      if (!std::filesystem::exists(snapshot_dir(one->run_dir, 0) + "/" + name + ".npy")) continue;
+      if (!std::filesystem::exists(store::snapshot_dir(one->run_dir, 0) + "/" + name + ".npy")) continue;
       EXPECT_TRUE(torch::equal(read_param(half->run_dir, 0, name), 0.5 * read_param(one->run_dir, 0, name))) << name;
     }
   }

@@ -1,4 +1,4 @@
-// Op taps in training runs: the autoencoder and PredNet write ops.csv and ops_summary.csv, the taps
+// Op taps in training runs: the autoencoder and PredNet write ops.csv (summarised by analysis/op_summary), the taps
 // change no bit of the trajectory, CPU kernels stay within the rounding bound, and bad specs fail
 // before anything is written.
 #include <gtest/gtest.h>
@@ -7,7 +7,9 @@
 #include <set>
 
 #include "saddlescope/analysis/divergence.h"
-#include "saddlescope/probes/op_summary.h"
+#include "saddlescope/analysis/op_summary.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/store/schema.h"
 #include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/trainer/config.h"
@@ -52,7 +54,7 @@ TEST(OpTapRun, AutoencoderRowsWithinTheBoundAndTheSameBits) {
     expect_same_trajectory(base, tapped);
 
     store::CsvText t = ops_csv(tapped);
-    EXPECT_EQ(t.columns, probes::kOpsColumns);
+    EXPECT_EQ(t.columns, store::kOps.names());
     // Steps 0, 50, 100; per step 4 linear ops x (4 fwd + 4 wgrad), 4 activations x 4, the loss.
     ASSERT_EQ(t.rows.size(), 3u * (4 * 8 + 4 * 4 + 1)) << dtype;
     std::set<std::string> ops;
@@ -64,9 +66,9 @@ TEST(OpTapRun, AutoencoderRowsWithinTheBoundAndTheSameBits) {
     }
     EXPECT_EQ(ops.size(), 4u * 2 + 4 + 1);
     EXPECT_TRUE(ops.count("decoder.fc2.sigmoid/fwd") && ops.count("encoder.fc1/wgrad") && ops.count("loss/fwd"));
-    auto summary = store::read_csv_text(tapped + "/ops_summary.csv");
-    ASSERT_TRUE(summary.ok()) << summary.status().message();
-    EXPECT_EQ(summary->rows.size(), ops.size());
+    auto rows = store::RunDir::open(tapped)->ops();
+    ASSERT_TRUE(rows.ok()) << rows.status().message();
+    EXPECT_EQ(analysis::summarize_ops(*rows).size(), ops.size());
   }
 }
 
@@ -100,9 +102,9 @@ TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
   EXPECT_EQ(convs_with_wgrad.size(), 2u + 3u);
   EXPECT_TRUE(convs_with_wgrad.count("l1.conv_a") && convs_with_wgrad.count("l0.lstm"));
   EXPECT_EQ(frames, (std::set<std::string>{"0", "1", "2"})) << "samples are drawn over every frame";
-  auto rows = probes::read_ops_csv(tapped + "/ops.csv");
+  auto rows = store::read_table(tapped, store::kOps);
   ASSERT_TRUE(rows.ok());
-  for (const auto& s : probes::summarize_ops(*rows))
+  for (const auto& s : analysis::summarize_ops(*rows))
     if (s.phase == "wgrad") EXPECT_EQ(s.samples, 2 * 6) << s.op << ": steps 0 and 5, k = 6";
 }
 

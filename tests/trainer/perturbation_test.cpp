@@ -11,6 +11,7 @@
 #include "saddlescope/analysis/divergence.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/train.h"
+#include "manifest.h"
 #include "small_run.h"
 
 namespace fs = std::filesystem;
@@ -58,7 +59,7 @@ TEST_F(PerturbationTest, BitflipChangesOneParameterByOneUlpAtStepZero) {
   const auto& s0 = d.snapshots.front();
   EXPECT_EQ(s0.step, 0);
   EXPECT_EQ(s0.differing, 1);
-  EXPECT_EQ(s0.max_ulp, 1);
+  EXPECT_EQ(s0.max_ulp_distance, 1);
   EXPECT_EQ(s0.first_param, "decoder.fc2.bias");
   EXPECT_EQ(d.first_param_step, 0);
 }
@@ -67,7 +68,7 @@ TEST_F(PerturbationTest, BitflipOfANamedElement) {
   std::string dir = run(with("bitflip:encoder.fc1.weight:5"));
   auto d = compare(plain_, dir);
   EXPECT_EQ(d.snapshots.front().first_param, "encoder.fc1.weight");
-  auto m = store::read_manifest(dir);
+  auto m = testing::manifest_json(dir);
   EXPECT_EQ((*m)["perturbation_applied"]["index"], 5);
   EXPECT_NE((*m)["perturbation_applied"]["before"], (*m)["perturbation_applied"]["after"]);
 }
@@ -101,7 +102,7 @@ TEST_F(PerturbationTest, StochasticRoundingRunDiffersButTrains) {
   std::string dir = run(with("stochastic-rounding"));
   auto d = compare(plain_, dir);
   EXPECT_EQ(d.first_param_step, 10) << "step 0 identical, later rounding differs";
-  auto m = store::read_manifest(dir);
+  auto m = testing::manifest_json(dir);
   EXPECT_LT((*m)["evaluation"]["mse"].get<double>(), (*m)["evaluation"]["baseline_mse"].get<double>());
 }
 
@@ -191,7 +192,7 @@ TEST(Execution, SettingsAreAppliedAndRecorded) {
   RunConfig c = small_config(dir, write_pixels(dir));
   c.execution.deterministic = "strict";
   c.execution.threads = 2;
-  auto m = store::read_manifest(run(c));
+  auto m = testing::manifest_json(run(c));
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)["execution"]["deterministic_algorithms"], true);
   EXPECT_EQ((*m)["execution"]["deterministic_warn_only"], false);

@@ -12,6 +12,7 @@
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/train.h"
+#include "manifest.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -36,12 +37,12 @@ TEST(PredNetRun, TrainsOnGeneratedSequencesAndScoresAgainstThePreviousFrame) {
   cfg.probes = {probes::parse_probe_spec("curvature:every=6,batch=2,iters=20")->resolved()};
   auto r = train(cfg, {false, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->status, "completed");
+  EXPECT_EQ(r->status, store::RunStatus::kCompleted);
   EXPECT_EQ(r->baseline, "previous frame");
-  auto m = store::read_manifest(r->run_dir);
+  auto m = testing::manifest_json(r->run_dir);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)["data"]["example_shape"], nlohmann::json({3, 1, 32, 32}));
-  EXPECT_EQ((*m)["evaluation_per_frame"]["mse"].size(), 2u) << "frames t = 1, 2";
+  EXPECT_EQ((*m)["evaluation"]["per_frame_mse"].size(), 2u) << "frames t = 1, 2";
   EXPECT_GT((*m)["evaluation"]["baseline_mse"].get<double>(), 0);
   EXPECT_TRUE(fs::exists(r->run_dir + "/curvature.csv"));
   EXPECT_TRUE(fs::exists(r->run_dir + "/snapshots/step-00000000/l0.conv_ahat.weight.npy"));

@@ -9,6 +9,7 @@
 #include "saddlescope/analysis/divergence.h"
 #include "saddlescope/probes/probe.h"
 #include "saddlescope/store/csv.h"
+#include "saddlescope/store/schema.h"
 #include "saddlescope/trainer/train.h"
 #include "small_run.h"
 
@@ -47,7 +48,7 @@ TEST(ProbeRun, CurvatureRowsAndNoEffectOnTheTrajectory) {
   EXPECT_FALSE(d->first_param_step) << "probes must not change the parameters";
 
   store::CsvTable c = table(probed + "/curvature.csv");
-  EXPECT_EQ(c.columns, probes::kCurvatureColumns);
+  EXPECT_EQ(c.columns, store::kCurvature.names());
   ASSERT_EQ(c.rows.size(), 3u);  // steps 0, 50, 100 of 150
   for (const auto& row : c.rows) {
     double lmin = row[c.column("lambda_min")], lmax = row[c.column("lambda_max")];

@@ -15,6 +15,7 @@
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/execution.h"
 #include "small_run.h"
+#include "manifest.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -38,10 +39,10 @@ TEST(Train, CompletesWritesManifestMetricsAndCatalog) {
   RunConfig cfg = small_config(dir, write_pixels(dir));
   auto r = train(cfg, {false, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->status, "completed");
+  EXPECT_EQ(r->status, store::RunStatus::kCompleted);
   EXPECT_EQ(r->steps_completed, 150);
 
-  auto m = store::read_manifest(r->run_dir);
+  auto m = testing::manifest_json(r->run_dir);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ((*m)["status"], "completed");
   EXPECT_EQ((*m)["config"]["batch_size"], 8);
@@ -53,7 +54,7 @@ TEST(Train, CompletesWritesManifestMetricsAndCatalog) {
 
   auto lines = read_lines(r->run_dir + "/metrics.csv");
   ASSERT_EQ(lines.size(), 151u);
-  EXPECT_EQ(lines[0], "step,loss,grad_norm,lr,wall_s");
+  EXPECT_EQ(lines[0], "step,loss,batch_grad_norm,lr,wall_s");
   EXPECT_EQ(lines[1].rfind("0,", 0), 0u);
   EXPECT_EQ(lines[150].rfind("149,", 0), 0u);
 }
@@ -100,9 +101,9 @@ TEST(Train, NonFiniteLossEndsAsDiverged) {
   cfg.lr = 1e30;
   auto r = train(cfg, {false, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->status, "diverged");
+  EXPECT_EQ(r->status, store::RunStatus::kDiverged);
   ASSERT_TRUE(r->diverged_at_step.has_value());
-  auto m = store::read_manifest(r->run_dir);
+  auto m = testing::manifest_json(r->run_dir);
   EXPECT_EQ((*m)["status"], "diverged");
   EXPECT_EQ((*m)["diverged_at_step"], *r->diverged_at_step);
   EXPECT_TRUE((*m)["evaluation"].is_null());

@@ -22,7 +22,9 @@ bool file_exists(const std::string& path);
 // SADDLESCOPE_FAIL_WRITE is "SUBSTRING" or "SUBSTRING:N", the N-th (default first) write to a path
 // containing SUBSTRING, and every later one, fails as a full disk would (ENOSPC). Every writer of the
 // run store (CSV flushes, atomic files, .npy, snapshot and checkpoint directories) asks here first.
-// Returns ok when no failure is due.
+// SADDLESCOPE_KILL_AT_WRITE, with the same syntax, kills the process (SIGKILL) at that write instead:
+// the crash tests stop a run at an exact point, e.g. halfway through a snapshot. Returns ok when no
+// failure is due.
 Status injected_write_failure(const std::string& path);
 
 }  // namespace saddlescope::store
