@@ -33,6 +33,7 @@ TEST(Files, EveryReaderRefusesWhatIsNotARegularFile) {
     EXPECT_EQ(error_of(read_file(path)), expected);
     EXPECT_EQ(error_of(InputFile::open(path)), expected);
     EXPECT_EQ(error_of(read_npy(path)), expected);
+    EXPECT_EQ(error_of(sha256_file(path)), expected);
   }
 }
 
