@@ -1,5 +1,7 @@
 #include "run_flags.h"
 
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
 
 namespace saddlescope::app {
@@ -7,7 +9,9 @@ namespace saddlescope::app {
 using trainer::flag_name;
 
 RunFlags::RunFlags(CLI::App* sub) : sub_(sub) {
-  sub->add_option("--config", config_, "TOML file of config keys; flags override it")->check(CLI::ExistingFile);
+  // No CLI::ExistingFile: the config is checked where it is read (a missing file, a FIFO or a device is
+  // an input error naming the file, exit status 1, like every other input file).
+  sub->add_option("--config", config_, "TOML file of config keys; flags override it");
   for (const auto& key : trainer::config_keys()) {
     if (trainer::config_is_list(key))
       sub->add_option(flag_name(key), lists_[key], trainer::config_help(key))->take_all();
@@ -26,7 +30,10 @@ Result<trainer::RunConfig> RunFlags::resolve() const {
     else
       SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, values_.at(key)));
   }
-  return builder.resolve();
+  std::vector<std::string> warnings;
+  auto cfg = builder.resolve(&warnings);
+  for (const auto& w : warnings) std::fprintf(stderr, "saddlescope: warning: %s\n", w.c_str());
+  return cfg;
 }
 
 }  // namespace saddlescope::app
