@@ -8,6 +8,7 @@
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/sha256.h"
 #include "temp_dir.h"
+#include "watchdog.h"
 
 namespace fs = std::filesystem;
 
@@ -23,6 +24,7 @@ std::string error_of(const R& r) {
 // A directory, a FIFO without a writer (reading it would block), /dev/zero (reading it would never end)
 // and a symbolic link to /dev/zero: every reader refuses each before reading.
 TEST(Files, EveryReaderRefusesWhatIsNotARegularFile) {
+  testing::Watchdog watchdog(60);  // reading the FIFO or /dev/zero would hang
   testing::TempDir dir;
   ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0600), 0);
   fs::create_directory(dir.file("dir"));

@@ -12,6 +12,7 @@
 
 #include "saddlescope/store/run_dir.h"
 #include "temp_dir.h"
+#include "watchdog.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -95,6 +96,7 @@ TEST_F(ConfigTest, MissingFileIsNamed) {
 }
 
 TEST_F(ConfigTest, ConfigMustBeARegularFileOfAtMostOneMebibyte) {
+  testing::Watchdog watchdog(60);  // reading the FIFO or /dev/zero would hang
   ASSERT_EQ(mkfifo(dir_.file("fifo.toml").c_str(), 0600), 0);
   std::filesystem::create_directory(dir_.file("dir.toml"));
   // Each is refused before a byte is read: a FIFO without a writer would block, /dev/zero never end.
