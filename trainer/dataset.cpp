@@ -1,5 +1,6 @@
 #include "saddlescope/trainer/dataset.h"
 
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -47,13 +48,27 @@ torch::Tensor npy_to_float(const store::NpyArray& a, int64_t n, int64_t d) {
   return {};
 }
 
-// "" or an error naming the first element of `t` that is NaN or outside [lo, hi] (float32 range: any
-// finite value; the float64 -> float32 conversion turns values beyond it into infinities).
-std::string first_outside(const torch::Tensor& t, double lo, double hi) {
-  auto outside = (t.isnan() | (t < lo) | (t > hi)).nonzero();
-  if (outside.size(0) == 0) return "";
-  int64_t flat = outside[0][0].item<int64_t>() * t.size(1) + outside[0][1].item<int64_t>();
-  return "element " + std::to_string(flat) + " is " + std::to_string(t.view(-1)[flat].item<double>());
+// "" or what is wrong with the first of the `n` values at `p` that is not a float32 value in [lo, hi]:
+// NaN, ±inf, a value outside [lo, hi], or a float64 value beyond float32's range (it would become ±inf).
+template <class T>
+std::string first_bad(const T* p, int64_t n, double lo, double hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = p[i];
+    if (!std::isfinite(x) || x < lo || x > hi) return fmt::format("element {} is {}", i, x);
+    if (std::fabs(x) > std::numeric_limits<float>::max())
+      return fmt::format("element {} is {}, beyond float32's range", i, x);
+  }
+  return "";
+}
+
+// first_bad over the elements of `a`, read from a .npy file; uint8 pixels are scaled into [0, 1].
+std::string first_bad(const store::NpyArray& a, double lo, double hi) {
+  switch (a.dtype) {
+    case store::Dtype::kUInt8: return "";
+    case store::Dtype::kFloat32: return first_bad(a.data<float>(), a.numel(), lo, hi);
+    case store::Dtype::kFloat64: return first_bad(a.data<double>(), a.numel(), lo, hi);
+  }
+  return "";
 }
 
 // X alone (rows of pixels), X with N labels, or for model linear X with its N targets (rows [x, y]).
@@ -72,12 +87,12 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
   int64_t n = x->shape[0];
   int64_t d = n > 0 ? x->numel() / n : 0;
   if (n == 0 || d == 0) return Status::Error(x_path + ": holds no examples");
-  torch::Tensor t = npy_to_float(*x, n, d);
   const double inf = std::numeric_limits<double>::infinity();
-  // The autoencoder's sigmoid output can only match targets in [0, 1]; NaN fails this check too.
-  if (std::string bad = pairs ? first_outside(t, -inf, inf) : first_outside(t, 0, 1); !bad.empty())
+  // The autoencoder's sigmoid output can only match targets in [0, 1]; NaN and ±inf fail this check too.
+  if (std::string bad = pairs ? first_bad(*x, -inf, inf) : first_bad(*x, 0, 1); !bad.empty())
     return Status::Error(x_path + ": " + bad + (pairs ? "; inputs must be finite float32 values"
                                                       : "; float data must lie in [0, 1] (scale it, or save uint8 pixels)"));
+  torch::Tensor t = npy_to_float(*x, n, d);
   if (y_path.empty()) return Dataset{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
 
   auto y = store::read_npy(y_path);
@@ -95,9 +110,9 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
                          x_path + "), found " + std::to_string(y->shape.size()) + " dimension(s) and " +
                          std::to_string(y->numel()) + " elements");
   int64_t c = y->numel() / n;
-  torch::Tensor targets = npy_to_float(*y, n, c);
-  if (std::string bad = first_outside(targets, -inf, inf); !bad.empty())
+  if (std::string bad = first_bad(*y, -inf, inf); !bad.empty())
     return Status::Error(y_path + ": " + bad + "; targets must be finite float32 values");
+  torch::Tensor targets = npy_to_float(*y, n, c);
   torch::Tensor rows = torch::cat({t, targets}, 1);
   Dataset data{rows, nullptr, rows, "train", source, {}};
   data.target_columns = c;

@@ -35,7 +35,9 @@ struct Dataset {
 // run), "mnist" (train/test splits from the verified cache in cfg.data_dir) or
 // "npy:X.npy[,Y.npy]": X is (N, ...) uint8 (scaled by 1/255) or float32/float64 already in [0, 1];
 // Y, when given, holds N labels. For model linear, Y is required and holds the targets, (N) or
-// (N, c), and X and Y may hold any finite values; rows are [x, y] and evaluation is on them too.
+// (N, c), and X and Y may hold any values finite in float32 (NaN, ±inf and float64 values beyond
+// float32's range are errors naming the file and the element); rows are [x, y] and evaluation is on
+// them too.
 // "teacher": generated pairs (trainer/teacher.h) from data_seed. Errors name the file and what was
 // wrong, including batch_size > N. Never returns fewer examples than the files hold.
 Result<Dataset> load_dataset(const RunConfig& cfg);
