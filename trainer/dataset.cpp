@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -24,14 +26,16 @@ torch::Tensor images_to_float(const IdxArray& a) {
 }
 
 Result<Dataset> load_mnist(const RunConfig& cfg) {
-  auto files = find_mnist(cfg.data_dir);
-  if (!files) return files.status();
-  auto train = read_idx_images(files->train_images, files->train_labels);
+  std::map<std::string, std::string> digests;
+  auto train = read_mnist(cfg.data_dir, "train", &digests);
   if (!train) return train.status();
-  auto test = read_idx_images(files->test_images, files->test_labels);
+  auto test = read_mnist(cfg.data_dir, "test", &digests);
   if (!test) return test.status();
-  return Dataset{images_to_float(train->images), nullptr, images_to_float(test->images), "test",
-                 "mnist (" + files->train_images + ", " + files->test_images + ")"};
+  auto files = find_mnist(cfg.data_dir);  // the paths, for the manifest (read_mnist checked them)
+  Dataset data{images_to_float(train->images), nullptr, images_to_float(test->images), "test",
+               "mnist (" + files->train_images + ", " + files->test_images + ")"};
+  data.digests = std::move(digests);
+  return data;
 }
 
 // The (n, d) float32 values of an array read from `path`: uint8 scaled by 1/255, floats as they are.
@@ -79,7 +83,8 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
   std::string y_path = comma == std::string::npos ? "" : rest.substr(comma + 1);
   const bool pairs = cfg.model == "linear";
 
-  auto x = store::read_npy(x_path);
+  std::map<std::string, std::string> digests;
+  auto x = store::read_npy(x_path, &digests[x_path]);
   if (!x) return x.status();
   if (x->shape.size() < 2)
     return Status::Error(x_path + ": expected shape (N, features...), found " +
@@ -93,9 +98,13 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
     return Status::Error(x_path + ": " + bad + (pairs ? "; inputs must be finite float32 values"
                                                       : "; float data must lie in [0, 1] (scale it, or save uint8 pixels)"));
   torch::Tensor t = npy_to_float(*x, n, d);
-  if (y_path.empty()) return Dataset{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
+  if (y_path.empty()) {
+    Dataset data{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
+    data.digests = std::move(digests);
+    return data;
+  }
 
-  auto y = store::read_npy(y_path);
+  auto y = store::read_npy(y_path, &digests[y_path]);
   if (!y) return y.status();
   std::string source = "npy (" + x_path + ", " + y_path + ")";
   if (!pairs) {
@@ -103,7 +112,9 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
     if (!column || y->shape[0] != n)
       return Status::Error(y_path + ": expected " + std::to_string(n) + " labels (shape (N,) to match " +
                            x_path + "), found shape with " + std::to_string(y->numel()) + " elements");
-    return Dataset{t, nullptr, t, "train", source, {}};
+    Dataset data{t, nullptr, t, "train", source, {}};
+    data.digests = std::move(digests);
+    return data;
   }
   if (y->shape.empty() || y->shape.size() > 2 || y->shape[0] != n || y->numel() == 0)
     return Status::Error(y_path + ": expected " + std::to_string(n) + " targets (shape (N) or (N, outputs) to match " +
@@ -116,6 +127,7 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
   torch::Tensor rows = torch::cat({t, targets}, 1);
   Dataset data{rows, nullptr, rows, "train", source, {}};
   data.target_columns = c;
+  data.digests = std::move(digests);
   return data;
 }
 
@@ -139,8 +151,9 @@ Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
   o.canvas = cfg.prednet.canvas;
   o.digits = cfg.prednet.digits;
   o.frames = cfg.prednet.nt;
+  std::map<std::string, std::string> digests;
   auto sequences = [&](const std::string& split, uint64_t seed) -> Result<MovingMnist> {
-    auto digits = moving_mnist_digits(cfg.data_dir, split);
+    auto digits = moving_mnist_digits(cfg.data_dir, split, &digests);
     if (!digits) return digits.status();
     MovingMnistOptions so = o;
     so.seed = seed;
@@ -156,6 +169,7 @@ Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
   d.eval_split = "test";
   d.source = "moving-mnist (generated from the MNIST train digits; test sequences from the test digits)";
   d.example_shape = {cfg.prednet.nt, 1, cfg.prednet.canvas, cfg.prednet.canvas};
+  d.digests = std::move(digests);
   return d;
 }
 
