@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "saddlescope/base/memory.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/idx.h"
+#include "saddlescope/trainer/memory.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/teacher.h"
@@ -133,7 +135,14 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
 
 Result<Dataset> load_teacher(const RunConfig& cfg) {
   const TeacherConfig& t = cfg.teacher;
-  TeacherData generated = make_teacher(t, static_cast<uint64_t>(cfg.data_seed));
+  // make_teacher holds about eight float64 (examples, inputs + outputs) arrays at once.
+  const std::string key = fmt::format("teacher_examples {}", t.examples);
+  const double bytes = 64.0 * static_cast<double>(t.examples) * static_cast<double>(t.inputs + t.outputs);
+  SADDLESCOPE_RETURN_IF_ERROR(check_memory({{key, "the generated teacher data", bytes}}, memory_limit_bytes()));
+  TeacherData generated;
+  SADDLESCOPE_RETURN_IF_ERROR(allocating(key, "the generated teacher data", [&] {
+    generated = make_teacher(t, static_cast<uint64_t>(cfg.data_seed));
+  }));
   std::string sigmas;
   for (double s : t.sigmas) sigmas += (sigmas.empty() ? "" : ", ") + fmt::format("{}", s);
   Dataset data{generated.train, nullptr, generated.test, "test",
@@ -147,6 +156,11 @@ Result<Dataset> load_teacher(const RunConfig& cfg) {
 }  // namespace
 
 Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
+  // The held-out sequences are generated whole: uint8 frames, their float32 copy and its permuted copy.
+  const std::string eval_key = fmt::format("eval_sequences {}", cfg.prednet.eval_sequences);
+  const double eval_bytes = 9.0 * static_cast<double>(cfg.prednet.eval_sequences) * static_cast<double>(cfg.prednet.nt) *
+                            static_cast<double>(cfg.prednet.canvas) * static_cast<double>(cfg.prednet.canvas);
+  SADDLESCOPE_RETURN_IF_ERROR(check_memory({{eval_key, "the held-out sequences", eval_bytes}}, memory_limit_bytes()));
   MovingMnistOptions o;
   o.canvas = cfg.prednet.canvas;
   o.digits = cfg.prednet.digits;
@@ -165,7 +179,9 @@ Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
   if (!test) return test.status();
   Dataset d;
   d.sequences = std::make_shared<MovingMnist>(std::move(*train));
-  d.eval = frames_to_input(test->batch(0, cfg.prednet.eval_sequences));
+  SADDLESCOPE_RETURN_IF_ERROR(allocating(eval_key, "the held-out sequences", [&] {
+    d.eval = frames_to_input(test->batch(0, cfg.prednet.eval_sequences));
+  }));
   d.eval_split = "test";
   d.source = "moving-mnist (generated from the MNIST train digits; test sequences from the test digits)";
   d.example_shape = {cfg.prednet.nt, 1, cfg.prednet.canvas, cfg.prednet.canvas};
