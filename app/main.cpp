@@ -1,14 +1,24 @@
 // saddlescope: instrumented trainings that ask whether CPU and GPU runs escape saddle points
 // differently. This file only dispatches; each subcommand lives in its own file.
+//
+// Exit statuses (README, Usage): 0 success (also --help and --version); 1 an error in an input or while
+// running, reported as one line "saddlescope: <message>"; 2 a command line that does not parse (an
+// unknown flag or subcommand, a missing or extra argument, a flag value CLI11 refuses), with CLI11's
+// message. CLI11 would give each kind of parse error its own status (105, 106, 109, ...): one status
+// is what scripts can test for.
 #include <cstdio>
 #include <exception>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "commands.h"
+#include "saddlescope/base/version.h"
 
 namespace saddlescope::app {
+
+constexpr int kUsageError = 2;
 
 int fail(const std::string& message) {
   std::fprintf(stderr, "saddlescope: %s\n", message.c_str());
@@ -22,12 +32,15 @@ int main(int argc, char** argv) {
   CLI::App app{"saddlescope: instrumented trainings, saddle-point analysis and an MPFR reference"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.set_version_flag("--version", fmt::format("saddlescope {} (commit {})", saddlescope::toolkit_version(),
+                                                saddlescope::toolkit_commit()),
+                       "Print the version and the commit it was built from, and exit");
   std::vector<Command> commands;
   for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_ops, add_reference, add_data, add_store, add_env}) commands.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : kUsageError;  // exit() prints help, the version, or the error
   }
   try {
     for (const Command& c : commands)

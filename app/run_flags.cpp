@@ -1,6 +1,7 @@
 #include "run_flags.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <CLI/CLI.hpp>
 
@@ -10,7 +11,9 @@ using trainer::flag_name;
 
 RunFlags::RunFlags(CLI::App* sub, std::vector<std::string> unused, std::string hint)
     : sub_(sub), unused_(std::move(unused)), hint_(std::move(hint)) {
-  sub->add_option("--config", config_, "TOML file of config keys; flags override it")->check(CLI::ExistingFile);
+  // No CLI::ExistingFile: the config is checked where it is read (a missing file, a FIFO or a device is
+  // an input error naming the file, exit status 1, like every other input file).
+  sub->add_option("--config", config_, "TOML file of config keys; flags override it");
   for (const auto& key : trainer::config_keys()) {
     if (trainer::config_is_list(key))
       sub->add_option(flag_name(key), lists_[key], trainer::config_help(key))->take_all();
@@ -32,7 +35,10 @@ Result<trainer::RunConfig> RunFlags::resolve() const {
     else
       SADDLESCOPE_RETURN_IF_ERROR(builder.set_flag(key, values_.at(key)));
   }
-  return builder.resolve();
+  std::vector<std::string> warnings;
+  auto cfg = builder.resolve(&warnings);
+  for (const auto& w : warnings) std::fprintf(stderr, "saddlescope: warning: %s\n", w.c_str());
+  return cfg;
 }
 
 bool RunFlags::any_given() const {

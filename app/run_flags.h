@@ -23,7 +23,8 @@ class RunFlags {
   RunFlags& operator=(const RunFlags&) = delete;
 
   // The config: the file (when given), then the flags that were given, then defaults. Errors name the
-  // file and line or the flag.
+  // file and line or the flag. Warnings (ConfigBuilder::resolve) are printed on stderr, one line each,
+  // "saddlescope: warning: ...": call once per command.
   Result<trainer::RunConfig> resolve() const;
   // Whether any config flag or --config was given.
   bool any_given() const;

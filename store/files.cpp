@@ -10,8 +10,6 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace saddlescope::store {
 
@@ -79,13 +77,90 @@ Status injected_write_failure(const std::string& path) {
   return Status::Ok();
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::Error(path + ": read error");
-  return ss.str();
+namespace {
+
+std::string why() { return std::strerror(errno); }
+
+bool is_regular(const struct stat& st) { return S_ISREG(st.st_mode); }
+
+}  // namespace
+
+Result<InputFile> InputFile::open(const std::string& path, uint64_t max_bytes, std::string_view limit) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::Error(path + ": cannot open for reading: " + why());
+  if (!is_regular(st)) return Status::Error(path + ": not a regular file");
+  // O_NONBLOCK: should a FIFO replace the file between stat and open, open must not wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::Error(path + ": cannot open for reading: " + why());
+  InputFile file(fd, path, 0);
+  if (::fstat(fd, &st) != 0) return Status::Error(path + ": cannot open for reading: " + why());
+  if (!is_regular(st)) return Status::Error(path + ": not a regular file");
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  file.size_ = static_cast<uint64_t>(st.st_size);
+  if (file.size_ > max_bytes)
+    return Status::Error(path + ": " + std::to_string(file.size_) + " bytes, more than the " +
+                         std::to_string(max_bytes) + " accepted" +
+                         (limit.empty() ? std::string() : " (" + std::string(limit) + ")"));
+  return file;
+}
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), size_(other.size_) {}
+
+InputFile& InputFile::operator=(InputFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<size_t> InputFile::read_some(void* out, size_t n) {
+  for (;;) {
+    ssize_t got = ::read(fd_, out, n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) return Status::Error(path_ + ": read error: " + why());
+  }
+}
+
+Status InputFile::read(void* out, size_t n) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    auto got = read_some(p, n);
+    if (!got) return got.status();
+    if (*got == 0) return Status::Error(path_ + ": changed while being read (it ended early)");
+    p += *got;
+    n -= *got;
+  }
+  return Status::Ok();
+}
+
+Status InputFile::expect_end() {
+  char byte;
+  auto got = read_some(&byte, 1);
+  if (!got) return got.status();
+  if (*got != 0) return Status::Error(path_ + ": changed while being read (it grew)");
+  return Status::Ok();
+}
+
+Status check_regular_file(const std::string& path, uint64_t max_bytes, std::string_view limit) {
+  auto file = InputFile::open(path, max_bytes, limit);
+  return file ? Status::Ok() : file.status();
+}
+
+Result<std::string> read_file(const std::string& path, uint64_t max_bytes, std::string_view limit) {
+  auto file = InputFile::open(path, max_bytes, limit);
+  if (!file) return file.status();
+  std::string bytes(file->size(), '\0');
+  SADDLESCOPE_RETURN_IF_ERROR(file->read(bytes.data(), bytes.size()));
+  SADDLESCOPE_RETURN_IF_ERROR(file->expect_end());
+  return bytes;
 }
 
 }  // namespace saddlescope::store

@@ -1,10 +1,14 @@
 #include "saddlescope/store/npy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
+#include <optional>
 
+#include "saddlescope/base/memory.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/store/sha256.h"
 
 namespace saddlescope::store {
 namespace {
@@ -127,31 +131,46 @@ int64_t NpyArray::numel() const {
   return n;
 }
 
-Result<NpyArray> read_npy(const std::string& path) {
-  auto file = read_file(path);
+Result<NpyArray> read_npy(const std::string& path, std::string* sha256) {
+  auto file = InputFile::open(path, memory_limit_bytes(), "this machine's memory: a .npy file is read whole");
   if (!file) return file.status();
-  const std::string& b = *file;
   auto bad = [&](const std::string& what) { return Status::Error(path + ": " + what); };
-  if (b.empty()) return bad("empty file, expected a .npy array");
-  if (b.size() < kMagicLen + 4 || b.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
+  const uint64_t size = file->size();
+  if (size == 0) return bad("empty file, expected a .npy array");
+  std::optional<Sha256> digest;
+  if (sha256) digest.emplace();
+  // Every byte is read through here, in file order, so that the digest is that of the bytes parsed.
+  auto read = [&](void* out, size_t n) {
+    Status st = file->read(out, n);
+    if (st.ok() && digest) digest->update(out, n);
+    return st;
+  };
+
+  // Magic, version, header length (2 bytes in version 1, 4 in versions 2 and 3), header, data. Sizes are
+  // checked against the file's size before anything is allocated for them.
+  unsigned char prefix[12];
+  const size_t magic_len = static_cast<size_t>(std::min<uint64_t>(size, 10));
+  SADDLESCOPE_RETURN_IF_ERROR(read(prefix, magic_len));
+  if (magic_len < kMagicLen + 4 || std::memcmp(prefix, kMagic, kMagicLen) != 0)
     return bad("not a .npy file (bad magic)");
-  int major = static_cast<unsigned char>(b[6]);
+  int major = prefix[6];
   size_t header_len, offset;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(b[8]) | static_cast<unsigned char>(b[9]) << 8;
+    header_len = prefix[8] | prefix[9] << 8;
     offset = 10;
   } else if (major == 2 || major == 3) {
-    if (b.size() < 12) return bad("truncated header");
+    if (size < 12) return bad("truncated header");
+    SADDLESCOPE_RETURN_IF_ERROR(read(prefix + 10, 2));
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= size_t(static_cast<unsigned char>(b[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i) header_len |= size_t(prefix[8 + i]) << (8 * i);
     offset = 12;
   } else {
     return bad("unsupported .npy format version " + std::to_string(major));
   }
-  if (offset + header_len > b.size())
-    return bad("header length " + std::to_string(header_len) + " exceeds the file size " +
-               std::to_string(b.size()));
-  std::string header = b.substr(offset, header_len);
+  if (offset + header_len > size)
+    return bad("header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(size));
+  std::string header(header_len, '\0');
+  SADDLESCOPE_RETURN_IF_ERROR(read(header.data(), header_len));
   offset += header_len;
 
   std::string descr;
@@ -173,13 +192,16 @@ Result<NpyArray> read_npy(const std::string& path) {
     numel *= d;
   }
   uint64_t want = static_cast<uint64_t>(numel) * dtype_size(a.dtype);
-  uint64_t have = b.size() - offset;
+  uint64_t have = size - offset;
   if (have < want)
     return bad("truncated: shape needs " + std::to_string(want) + " data bytes, file has " +
                std::to_string(have));
   if (have > want)
     return bad(std::to_string(have - want) + " trailing bytes after the data the shape describes");
-  a.bytes.assign(b.begin() + static_cast<std::ptrdiff_t>(offset), b.end());
+  a.bytes.resize(want);
+  SADDLESCOPE_RETURN_IF_ERROR(read(a.bytes.data(), a.bytes.size()));
+  SADDLESCOPE_RETURN_IF_ERROR(file->expect_end());
+  if (sha256) *sha256 = digest->hex_digest();
   return a;
 }
 

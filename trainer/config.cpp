@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 
 #include "saddlescope/base/text.h"
 #include "saddlescope/probes/probe_spec.h"
+#include "saddlescope/store/files.h"
 #include "saddlescope/store/sha256.h"
 #include "saddlescope/trainer/mnist.h"
 
@@ -55,8 +57,23 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> opti
   return "must be one of " + list + ", got '" + v + "'";
 }
 
-std::string positive(double v) {
-  return v > 0 && std::isfinite(v) ? "" : fmt::format("must be > 0 and finite, got {}", v);
+// "" or why the finite `v` is not a value float32 holds. Every floating-point key ends up as a float32
+// value (the learning rate and Adam state, scaled weights, generated data, noise), where a value beyond
+// float32's range would become ±inf and a nonzero one below its smallest would become 0.
+constexpr double kFloat32Max = std::numeric_limits<float>::max();
+constexpr double kFloat32Min = std::numeric_limits<float>::denorm_min();
+
+std::string in_float32(double v) {
+  if (std::fabs(v) > kFloat32Max) return fmt::format("must be at most {} (float32's largest value), got {}", kFloat32Max, v);
+  if (v != 0 && std::fabs(v) < kFloat32Min)
+    return fmt::format("must be 0 or at least {} (float32's smallest positive value), got {}", kFloat32Min, v);
+  return "";
+}
+
+std::string positive_float32(double v) {
+  if (!(v > 0 && std::isfinite(v))) return fmt::format("must be > 0 and finite, got {}", v);
+  if (v < kFloat32Min) return fmt::format("must be at least {} (float32's smallest positive value), got {}", kFloat32Min, v);
+  return in_float32(v);
 }
 
 std::string check_device(const std::string& d) {
@@ -94,6 +111,7 @@ std::string parse_perturbation(const std::string& spec, Perturbation* p) {
     q.sigma = std::strtod(f[1].c_str(), &end);
     if (f[1].empty() || *end != '\0' || !(q.sigma > 0) || !std::isfinite(q.sigma))
       return "gaussian sigma must be a number > 0, got '" + f[1] + "'";
+    if (std::string why = positive_float32(q.sigma); !why.empty()) return "gaussian sigma " + why;
     q.elementwise = f.size() == 3 && f[2] == "element";
     q.absolute = f.size() == 3 && f[2] == "absolute";
   } else if (q.kind == "bitflip" && f.size() <= 3) {
@@ -162,7 +180,7 @@ const std::vector<Key>& keys() {
          c.teacher.sigmas = v.doubles;
          if (v.doubles.empty()) return "must list at least one singular value";
          for (double x : v.doubles)
-           if (std::string why = positive(x); !why.empty()) return "values " + why;
+           if (std::string why = positive_float32(x); !why.empty()) return "values " + why;
          return "";
        }, FIELD(teacher.sigmas)},
       {"teacher_inputs", Kind::kInt, "data teacher: input features",
@@ -175,7 +193,7 @@ const std::vector<Key>& keys() {
       {"teacher_noise", Kind::kDouble, "data teacher: standard deviation of the target noise",
        [](RunConfig& c, const Value& v) {
          c.teacher.noise = v.d;
-         return v.d >= 0 && std::isfinite(v.d) ? "" : fmt::format("must be >= 0 and finite, got {}", v.d);
+         return v.d >= 0 && std::isfinite(v.d) ? in_float32(v.d) : fmt::format("must be >= 0 and finite, got {}", v.d);
        }, FIELD(teacher.noise)},
       {"data_dir", Kind::kString, "data cache directory (default: $SADDLESCOPE_DATA_DIR or data)",
        [](RunConfig& c, const Value& v) { c.data_dir = v.s; return v.s.empty() ? "must not be empty" : ""; },
@@ -230,7 +248,7 @@ const std::vector<Key>& keys() {
        FIELD(init)},
       {"init_scale", Kind::kDouble,
        "multiplies every seeded initial parameter (1e-3: a small initialisation, near the saddle at 0)",
-       [](RunConfig& c, const Value& v) { c.init_scale = v.d; return positive(v.d); }, FIELD(init_scale)},
+       [](RunConfig& c, const Value& v) { c.init_scale = v.d; return positive_float32(v.d); }, FIELD(init_scale)},
       {"init_from", Kind::kString, "initial weights from a run directory or a directory of .npy files",
        [](RunConfig& c, const Value& v) { c.init_from = v.s; return ""; }, FIELD(init_from)},
       {"perturbation", Kind::kString,
@@ -262,7 +280,7 @@ const std::vector<Key>& keys() {
       {"lr", Kind::kDouble, "Adam learning rate",
        [](RunConfig& c, const Value& v) {
          c.lr = v.d;
-         return positive(v.d);
+         return positive_float32(v.d);
        }, FIELD(lr)},
       {"lr_drop_at", Kind::kInt, "step from which the learning rate is lr/10 (0: never)",
        [](RunConfig& c, const Value& v) { c.lr_drop_at = v.i; return at_least(v.i, 0); }, FIELD(lr_drop_at)},
@@ -424,9 +442,13 @@ std::string config_help(const std::string& key) {
 }
 
 Status ConfigBuilder::load_toml(const std::string& path) {
+  // Read through the store's one door (a FIFO, a device or a directory is refused before reading), once:
+  // what is parsed is what was checked.
+  auto text = store::read_file(path, kMaxConfigBytes, "the limit for a config file");
+  if (!text) return text.status();
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(std::string_view(*text), std::string_view(path));
   } catch (const toml::parse_error& e) {
     return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
   }
@@ -487,7 +509,7 @@ Status ConfigBuilder::load_json(const nlohmann::json& config, const std::string&
   return Status::Ok();
 }
 
-Result<RunConfig> ConfigBuilder::resolve() const {
+Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) const {
   RunConfig c = cfg_;
   ExecutionConfig& e = c.execution;
   if (e.device == "cpu") {
@@ -503,7 +525,11 @@ Result<RunConfig> ConfigBuilder::resolve() const {
   if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
   for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
-  if (e.threads == 0) e.threads = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (e.threads == 0) e.threads = cores;
+  if (e.threads > cores && warnings)
+    warnings->push_back(fmt::format("{}: threads {} exceeds the {} cores of this machine; the threads will share "
+                                    "cores and run slower", where("threads"), e.threads, cores));
   if (c.data_seed < 0) c.data_seed = c.seed;
   if (c.log_every > c.steps) c.log_every = c.steps;
   // cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).

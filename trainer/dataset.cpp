@@ -1,13 +1,18 @@
 #include "saddlescope/trainer/dataset.h"
 
+#include <cmath>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "saddlescope/base/memory.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/idx.h"
+#include "saddlescope/trainer/memory.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/teacher.h"
@@ -23,14 +28,16 @@ torch::Tensor images_to_float(const IdxArray& a) {
 }
 
 Result<Dataset> load_mnist(const RunConfig& cfg) {
-  auto files = find_mnist(cfg.data_dir);
-  if (!files) return files.status();
-  auto train = read_idx_images(files->train_images, files->train_labels);
+  std::map<std::string, std::string> digests;
+  auto train = read_mnist(cfg.data_dir, "train", &digests);
   if (!train) return train.status();
-  auto test = read_idx_images(files->test_images, files->test_labels);
+  auto test = read_mnist(cfg.data_dir, "test", &digests);
   if (!test) return test.status();
-  return Dataset{images_to_float(train->images), nullptr, images_to_float(test->images), "test",
-                 "mnist (" + files->train_images + ", " + files->test_images + ")"};
+  auto files = find_mnist(cfg.data_dir);  // the paths, for the manifest (read_mnist checked them)
+  Dataset data{images_to_float(train->images), nullptr, images_to_float(test->images), "test",
+               "mnist (" + files->train_images + ", " + files->test_images + ")"};
+  data.digests = std::move(digests);
+  return data;
 }
 
 // The (n, d) float32 values of an array read from `path`: uint8 scaled by 1/255, floats as they are.
@@ -47,13 +54,27 @@ torch::Tensor npy_to_float(const store::NpyArray& a, int64_t n, int64_t d) {
   return {};
 }
 
-// "" or an error naming the first element of `t` that is NaN or outside [lo, hi] (float32 range: any
-// finite value; the float64 -> float32 conversion turns values beyond it into infinities).
-std::string first_outside(const torch::Tensor& t, double lo, double hi) {
-  auto outside = (t.isnan() | (t < lo) | (t > hi)).nonzero();
-  if (outside.size(0) == 0) return "";
-  int64_t flat = outside[0][0].item<int64_t>() * t.size(1) + outside[0][1].item<int64_t>();
-  return "element " + std::to_string(flat) + " is " + std::to_string(t.view(-1)[flat].item<double>());
+// "" or what is wrong with the first of the `n` values at `p` that is not a float32 value in [lo, hi]:
+// NaN, ±inf, a value outside [lo, hi], or a float64 value beyond float32's range (it would become ±inf).
+template <class T>
+std::string first_bad(const T* p, int64_t n, double lo, double hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = p[i];
+    if (!std::isfinite(x) || x < lo || x > hi) return fmt::format("element {} is {}", i, x);
+    if (std::fabs(x) > std::numeric_limits<float>::max())
+      return fmt::format("element {} is {}, beyond float32's range", i, x);
+  }
+  return "";
+}
+
+// first_bad over the elements of `a`, read from a .npy file; uint8 pixels are scaled into [0, 1].
+std::string first_bad(const store::NpyArray& a, double lo, double hi) {
+  switch (a.dtype) {
+    case store::Dtype::kUInt8: return "";
+    case store::Dtype::kFloat32: return first_bad(a.data<float>(), a.numel(), lo, hi);
+    case store::Dtype::kFloat64: return first_bad(a.data<double>(), a.numel(), lo, hi);
+  }
+  return "";
 }
 
 // X alone (rows of pixels), X with N labels, or for model linear X with its N targets (rows [x, y]).
@@ -64,7 +85,8 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
   std::string y_path = comma == std::string::npos ? "" : rest.substr(comma + 1);
   const bool pairs = cfg.model == "linear";
 
-  auto x = store::read_npy(x_path);
+  std::map<std::string, std::string> digests;
+  auto x = store::read_npy(x_path, &digests[x_path]);
   if (!x) return x.status();
   if (x->shape.size() < 2)
     return Status::Error(x_path + ": expected shape (N, features...), found " +
@@ -72,15 +94,19 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
   int64_t n = x->shape[0];
   int64_t d = n > 0 ? x->numel() / n : 0;
   if (n == 0 || d == 0) return Status::Error(x_path + ": holds no examples");
-  torch::Tensor t = npy_to_float(*x, n, d);
   const double inf = std::numeric_limits<double>::infinity();
-  // The autoencoder's sigmoid output can only match targets in [0, 1]; NaN fails this check too.
-  if (std::string bad = pairs ? first_outside(t, -inf, inf) : first_outside(t, 0, 1); !bad.empty())
+  // The autoencoder's sigmoid output can only match targets in [0, 1]; NaN and ±inf fail this check too.
+  if (std::string bad = pairs ? first_bad(*x, -inf, inf) : first_bad(*x, 0, 1); !bad.empty())
     return Status::Error(x_path + ": " + bad + (pairs ? "; inputs must be finite float32 values"
                                                       : "; float data must lie in [0, 1] (scale it, or save uint8 pixels)"));
-  if (y_path.empty()) return Dataset{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
+  torch::Tensor t = npy_to_float(*x, n, d);
+  if (y_path.empty()) {
+    Dataset data{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
+    data.digests = std::move(digests);
+    return data;
+  }
 
-  auto y = store::read_npy(y_path);
+  auto y = store::read_npy(y_path, &digests[y_path]);
   if (!y) return y.status();
   std::string source = "npy (" + x_path + ", " + y_path + ")";
   if (!pairs) {
@@ -88,25 +114,35 @@ Result<Dataset> load_npy(const RunConfig& cfg) {
     if (!column || y->shape[0] != n)
       return Status::Error(y_path + ": expected " + std::to_string(n) + " labels (shape (N,) to match " +
                            x_path + "), found shape with " + std::to_string(y->numel()) + " elements");
-    return Dataset{t, nullptr, t, "train", source, {}};
+    Dataset data{t, nullptr, t, "train", source, {}};
+    data.digests = std::move(digests);
+    return data;
   }
   if (y->shape.empty() || y->shape.size() > 2 || y->shape[0] != n || y->numel() == 0)
     return Status::Error(y_path + ": expected " + std::to_string(n) + " targets (shape (N) or (N, outputs) to match " +
                          x_path + "), found " + std::to_string(y->shape.size()) + " dimension(s) and " +
                          std::to_string(y->numel()) + " elements");
   int64_t c = y->numel() / n;
-  torch::Tensor targets = npy_to_float(*y, n, c);
-  if (std::string bad = first_outside(targets, -inf, inf); !bad.empty())
+  if (std::string bad = first_bad(*y, -inf, inf); !bad.empty())
     return Status::Error(y_path + ": " + bad + "; targets must be finite float32 values");
+  torch::Tensor targets = npy_to_float(*y, n, c);
   torch::Tensor rows = torch::cat({t, targets}, 1);
   Dataset data{rows, nullptr, rows, "train", source, {}};
   data.target_columns = c;
+  data.digests = std::move(digests);
   return data;
 }
 
 Result<Dataset> load_teacher(const RunConfig& cfg) {
   const TeacherConfig& t = cfg.teacher;
-  TeacherData generated = make_teacher(t, static_cast<uint64_t>(cfg.data_seed));
+  // make_teacher holds about eight float64 (examples, inputs + outputs) arrays at once.
+  const std::string key = fmt::format("teacher_examples {}", t.examples);
+  const double bytes = 64.0 * static_cast<double>(t.examples) * static_cast<double>(t.inputs + t.outputs);
+  SADDLESCOPE_RETURN_IF_ERROR(check_memory({{key, "the generated teacher data", bytes}}, memory_limit_bytes()));
+  TeacherData generated;
+  SADDLESCOPE_RETURN_IF_ERROR(allocating(key, "the generated teacher data", [&] {
+    generated = make_teacher(t, static_cast<uint64_t>(cfg.data_seed));
+  }));
   std::string sigmas;
   for (double s : t.sigmas) sigmas += (sigmas.empty() ? "" : ", ") + fmt::format("{}", s);
   Dataset data{generated.train, nullptr, generated.test, "test",
@@ -120,12 +156,18 @@ Result<Dataset> load_teacher(const RunConfig& cfg) {
 }  // namespace
 
 Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
+  // The held-out sequences are generated whole: uint8 frames, their float32 copy and its permuted copy.
+  const std::string eval_key = fmt::format("eval_sequences {}", cfg.prednet.eval_sequences);
+  const double eval_bytes = 9.0 * static_cast<double>(cfg.prednet.eval_sequences) * static_cast<double>(cfg.prednet.nt) *
+                            static_cast<double>(cfg.prednet.canvas) * static_cast<double>(cfg.prednet.canvas);
+  SADDLESCOPE_RETURN_IF_ERROR(check_memory({{eval_key, "the held-out sequences", eval_bytes}}, memory_limit_bytes()));
   MovingMnistOptions o;
   o.canvas = cfg.prednet.canvas;
   o.digits = cfg.prednet.digits;
   o.frames = cfg.prednet.nt;
+  std::map<std::string, std::string> digests;
   auto sequences = [&](const std::string& split, uint64_t seed) -> Result<MovingMnist> {
-    auto digits = moving_mnist_digits(cfg.data_dir, split);
+    auto digits = moving_mnist_digits(cfg.data_dir, split, &digests);
     if (!digits) return digits.status();
     MovingMnistOptions so = o;
     so.seed = seed;
@@ -137,10 +179,13 @@ Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
   if (!test) return test.status();
   Dataset d;
   d.sequences = std::make_shared<MovingMnist>(std::move(*train));
-  d.eval = frames_to_input(test->batch(0, cfg.prednet.eval_sequences));
+  SADDLESCOPE_RETURN_IF_ERROR(allocating(eval_key, "the held-out sequences", [&] {
+    d.eval = frames_to_input(test->batch(0, cfg.prednet.eval_sequences));
+  }));
   d.eval_split = "test";
   d.source = "moving-mnist (generated from the MNIST train digits; test sequences from the test digits)";
   d.example_shape = {cfg.prednet.nt, 1, cfg.prednet.canvas, cfg.prednet.canvas};
+  d.digests = std::move(digests);
   return d;
 }
 

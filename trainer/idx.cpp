@@ -1,15 +1,21 @@
 #include "saddlescope/trainer/idx.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
+#include "saddlescope/base/memory.h"
 #include "saddlescope/store/files.h"
 
 namespace saddlescope::trainer {
 
 Result<IdxArray> read_idx(const std::string& path) {
-  auto file = store::read_file(path);
+  auto file = store::read_file(path, memory_limit_bytes(), "this machine's memory: an IDX file is read whole");
   if (!file) return file.status();
-  const std::string& b = *file;
+  return parse_idx(path, *file);
+}
+
+Result<IdxArray> parse_idx(const std::string& path, const std::string& b) {
   auto bad = [&](const std::string& what) { return Status::Error(path + ": " + what); };
   auto byte = [&](size_t i) { return static_cast<uint8_t>(b[i]); };
   if (b.empty()) return bad("empty file, expected an IDX file");
@@ -48,21 +54,26 @@ Result<LabeledImages> read_idx_images(const std::string& images_path, const std:
   if (!images) return images.status();
   auto labels = read_idx(labels_path);
   if (!labels) return labels.status();
-  if (images->dims.size() != 3)
+  return label_images(std::move(*images), std::move(*labels), images_path, labels_path);
+}
+
+Result<LabeledImages> label_images(IdxArray images, IdxArray labels, const std::string& images_path,
+                                   const std::string& labels_path) {
+  if (images.dims.size() != 3)
     return Status::Error(images_path + ": expected 3 dimensions (count, rows, cols), found " +
-                         std::to_string(images->dims.size()));
-  if (labels->dims.size() != 1)
+                         std::to_string(images.dims.size()));
+  if (labels.dims.size() != 1)
     return Status::Error(labels_path + ": expected 1 dimension (count), found " +
-                         std::to_string(labels->dims.size()));
-  if (images->dims[0] != labels->dims[0])
-    return Status::Error(labels_path + ": " + std::to_string(labels->dims[0]) + " labels but " +
-                         images_path + " has " + std::to_string(images->dims[0]) + " images");
-  if (images->dims[0] == 0) return Status::Error(images_path + ": holds no images");
-  for (size_t i = 0; i < labels->data.size(); ++i)
-    if (labels->data[i] > 9)
-      return Status::Error(labels_path + ": label " + std::to_string(labels->data[i]) + " at index " +
+                         std::to_string(labels.dims.size()));
+  if (images.dims[0] != labels.dims[0])
+    return Status::Error(labels_path + ": " + std::to_string(labels.dims[0]) + " labels but " +
+                         images_path + " has " + std::to_string(images.dims[0]) + " images");
+  if (images.dims[0] == 0) return Status::Error(images_path + ": holds no images");
+  for (size_t i = 0; i < labels.data.size(); ++i)
+    if (labels.data[i] > 9)
+      return Status::Error(labels_path + ": label " + std::to_string(labels.data[i]) + " at index " +
                            std::to_string(i) + " is not a digit 0-9");
-  return LabeledImages{std::move(*images), std::move(*labels)};
+  return LabeledImages{std::move(images), std::move(labels)};
 }
 
 }  // namespace saddlescope::trainer

@@ -1,11 +1,15 @@
 #include "saddlescope/trainer/model.h"
 
+#include <optional>
+
 #include <torch/torch.h>
 
+#include "saddlescope/base/memory.h"
 #include "saddlescope/trainer/autoencoder.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/linear.h"
+#include "saddlescope/trainer/memory.h"
 #include "saddlescope/trainer/prednet.h"
 
 namespace saddlescope::trainer {
@@ -174,9 +178,7 @@ class LinearModel : public Model {
   LinearNet net_;
 };
 
-}  // namespace
-
-Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& data) {
+Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& data) {
   const std::vector<int64_t>& shape = data.example_shape;
   // load_dataset gives the linear network input-target pairs, and only it.
   SADDLESCOPE_CHECK((cfg.model == "linear") == (data.target_columns > 0));
@@ -206,6 +208,19 @@ Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& d
   o.zero_bias = cfg.prednet.zero_bias;
   SADDLESCOPE_RETURN_IF_ERROR(validate(o));
   return std::shared_ptr<Model>(std::make_shared<PredNetModel>(o, cfg.init_scale));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& data) {
+  std::optional<Result<std::shared_ptr<Model>>> model;
+  SADDLESCOPE_RETURN_IF_ERROR(
+      allocating(model_size_key(cfg), "the model's parameters", [&] { model.emplace(build_model(cfg, data)); }));
+  if (!*model) return std::move(*model);
+  // On a CUDA device the large tensors live in the GPU's memory, which LibTorch checks itself.
+  if (cfg.execution.device == "cpu")
+    SADDLESCOPE_RETURN_IF_ERROR(check_memory(run_memory(cfg, data, ***model), memory_limit_bytes()));
+  return std::move(*model);
 }
 
 }  // namespace saddlescope::trainer

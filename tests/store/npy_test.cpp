@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "saddlescope/store/sha256.h"
 #include "temp_dir.h"
 
 namespace saddlescope::store {
@@ -113,6 +114,21 @@ TEST_F(NpyTest, RefusesBadFiles) {
                "Fortran-order");
   expect_error(npy_bytes(ok_dict, floats({1})), "truncated: shape needs 8 data bytes, file has 4");
   expect_error(npy_bytes(ok_dict, floats({1, 2, 3})), "4 trailing bytes");
+}
+
+TEST_F(NpyTest, HeaderCannotClaimMoreThanTheFileHolds) {
+  // A shape of 10^15 float64 elements in a 100-byte file: refused from the file's size, before anything
+  // is allocated for the data (an allocation of 8 PB would throw, or be killed, instead).
+  expect_error(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, 1000000000), }", floats({1})),
+               "truncated: shape needs 8000000000000000 data bytes, file has 4");
+}
+
+TEST_F(NpyTest, DigestIsOfTheBytesRead) {
+  std::string path = dir_.write("d.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+                                                   floats({1, 2})));
+  std::string digest;
+  ASSERT_TRUE(read_npy(path, &digest).ok());
+  EXPECT_EQ(digest, *sha256_file(path));
 }
 
 TEST_F(NpyTest, MissingFileIsAnError) {

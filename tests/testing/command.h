@@ -15,8 +15,11 @@ struct Output {
   std::string text;  // stdout and stderr together
 };
 
-inline Output run(const std::string& args) {
-  std::string cmd = std::string(SADDLESCOPE_BIN) + " " + args + " 2>&1";
+// `timeout_s` > 0: the command is killed after that many seconds (exit status 124), so that a test of
+// an input that could make the tool hang (a FIFO, /dev/zero) fails instead of hanging.
+inline Output run(const std::string& args, int timeout_s = 0) {
+  std::string limit = timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
+  std::string cmd = limit + std::string(SADDLESCOPE_BIN) + " " + args + " 2>&1";
   std::FILE* p = popen(cmd.c_str(), "r");
   std::string text;
   char buf[4096];
@@ -26,8 +29,8 @@ inline Output run(const std::string& args) {
 }
 
 // Expects `args` to fail with exit status 1 and exactly the line "saddlescope: <message>".
-inline void expect_error(const std::string& args, const std::string& message) {
-  Output o = run(args);
+inline void expect_error(const std::string& args, const std::string& message, int timeout_s = 0) {
+  Output o = run(args, timeout_s);
   EXPECT_EQ(o.code, 1) << args << "\n" << o.text;
   EXPECT_EQ(o.text, "saddlescope: " + message + "\n") << args;
 }

@@ -2,11 +2,17 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "saddlescope/store/run_dir.h"
 #include "temp_dir.h"
+#include "watchdog.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -87,6 +93,81 @@ TEST_F(ConfigTest, MissingFileIsNamed) {
   Status s = ConfigBuilder().load_toml(dir_.file("absent.toml"));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("absent.toml"), std::string::npos) << s.message();
+}
+
+TEST_F(ConfigTest, ConfigMustBeARegularFileOfAtMostOneMebibyte) {
+  testing::Watchdog watchdog(60);  // reading the FIFO or /dev/zero would hang
+  ASSERT_EQ(mkfifo(dir_.file("fifo.toml").c_str(), 0600), 0);
+  std::filesystem::create_directory(dir_.file("dir.toml"));
+  // Each is refused before a byte is read: a FIFO without a writer would block, /dev/zero never end.
+  for (const std::string& path : {dir_.file("fifo.toml"), std::string("/dev/zero"), dir_.file("dir.toml")}) {
+    Status s = ConfigBuilder().load_toml(path);
+    ASSERT_FALSE(s.ok()) << path;
+    EXPECT_EQ(s.message(), path + ": not a regular file");
+  }
+  std::string big = toml("# " + std::string(kMaxConfigBytes, 'x') + "\nsteps = 10\n");
+  Status s = ConfigBuilder().load_toml(big);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), big + ": " + std::to_string(kMaxConfigBytes + 14) + " bytes, more than the 1048576 "
+                         "accepted (the limit for a config file)");
+  std::string at_limit = toml("steps = 10\n#" + std::string(kMaxConfigBytes - 13, 'x') + "\n");
+  EXPECT_TRUE(ConfigBuilder().load_toml(at_limit).ok()) << "exactly 1 MiB is accepted";
+}
+
+TEST_F(ConfigTest, FloatKeysMustHoldFloat32Values) {
+  // Each of these would become inf or 0 in float32 (the learning rate tensor, scaled weights, data, noise).
+  expect_file_error("lr = 1e39\n", "1: lr must be at most 3.4028234663852886e+38 (float32's largest value), got 1e+39");
+  expect_file_error("\nlr = 1e-50\n",
+                    "2: lr must be at least 1.401298464324817e-45 (float32's smallest positive value), got 1e-50");
+  expect_file_error("init_scale = 1e300\n",
+                    "1: init_scale must be at most 3.4028234663852886e+38 (float32's largest value), got 1e+300");
+  expect_file_error("teacher_noise = 3.5e38\n",
+                    "1: teacher_noise must be at most 3.4028234663852886e+38 (float32's largest value), got 3.5e+38");
+  expect_file_error("teacher_noise = 1e-46\n", "1: teacher_noise must be 0 or at least 1.401298464324817e-45 "
+                    "(float32's smallest positive value), got 1e-46");
+  expect_flag_error("lr", "1e39", "--lr: must be at most 3.4028234663852886e+38 (float32's largest value), got 1e+39");
+  expect_flag_error("init_scale", "1e39",
+                    "--init-scale: must be at most 3.4028234663852886e+38 (float32's largest value), got 1e+39");
+  expect_flag_error("teacher_sigmas", "4,1e40",
+                    "--teacher-sigmas: values must be at most 3.4028234663852886e+38 (float32's largest value), got 1e+40");
+  expect_flag_error("perturbation", "gaussian:1e39:absolute",
+                    "--perturbation: gaussian sigma must be at most 3.4028234663852886e+38 (float32's largest value), "
+                    "got 1e+39");
+  // float32's extremes themselves are accepted, and 0 noise.
+  ConfigBuilder b;
+  EXPECT_TRUE(b.set_flag("lr", "3.4028234663852886e+38").ok());
+  EXPECT_TRUE(b.set_flag("init_scale", "1.401298464324817e-45").ok());
+  EXPECT_TRUE(b.set_flag("teacher_noise", "0").ok());
+}
+
+TEST_F(ConfigTest, ThreadsAboveTheCoresWarnOnce) {
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  ConfigBuilder b;
+  ASSERT_TRUE(b.set_flag("threads", std::to_string(cores + 1)).ok());
+  std::vector<std::string> warnings;
+  auto c = b.resolve(&warnings);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->execution.threads, cores + 1) << "a warning, not a change";
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "--threads: threads " + std::to_string(cores + 1) + " exceeds the " + std::to_string(cores) +
+                             " cores of this machine; the threads will share cores and run slower");
+  std::string path = toml("\nthreads = " + std::to_string(cores + 1) + "\n");
+  ConfigBuilder from_file;
+  ASSERT_TRUE(from_file.load_toml(path).ok());
+  warnings.clear();
+  ASSERT_TRUE(from_file.resolve(&warnings).ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind(path + ":2: threads ", 0), 0u) << warnings[0];
+  for (int64_t fine : {int64_t{1}, cores}) {
+    ConfigBuilder ok;
+    ASSERT_TRUE(ok.set_flag("threads", std::to_string(fine)).ok());
+    warnings.clear();
+    ASSERT_TRUE(ok.resolve(&warnings).ok());
+    EXPECT_TRUE(warnings.empty()) << fine << " threads";
+  }
+  warnings.clear();
+  ASSERT_TRUE(ConfigBuilder().resolve(&warnings).ok());
+  EXPECT_TRUE(warnings.empty()) << "the default is the core count";
 }
 
 TEST_F(ConfigTest, FlagErrorsNameTheFlag) {

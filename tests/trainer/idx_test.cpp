@@ -57,6 +57,15 @@ TEST_F(IdxTest, MissingFileIsNamed) {
   EXPECT_NE(r.status().message().find("absent: cannot open"), std::string::npos);
 }
 
+TEST_F(IdxTest, NonRegularFilesAreRefusedBeforeReading) {
+  auto r = read_idx("/dev/zero");  // reading it would never end
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "/dev/zero: not a regular file");
+  auto d = read_idx(dir_.path());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), dir_.path() + ": not a regular file");
+}
+
 TEST_F(IdxTest, ImagesAndLabelsMustAgree) {
   std::string images = dir_.write("img", idx({3, 2, 2}, 12));
   auto mismatch = read_idx_images(images, dir_.write("lab4", idx({4}, 4)));

@@ -265,6 +265,25 @@ TEST(LinearNetwork, NpyPairsTrainAndBadPairsAreNamed) {
   RunConfig nan_y = cfg;
   nan_y.data = "npy:" + dir.file("x.npy") + "," + dir.file("nan.npy");
   EXPECT_EQ(error(nan_y), dir.file("nan.npy") + ": element 26 is nan; targets must be finite float32 values");
+
+  // ±inf, and float64 values that would become ±inf in float32, in targets or inputs.
+  auto pairs_with = [&](const std::string& name, torch::Tensor values, bool as_x) {
+    bool f64 = values.scalar_type() == torch::kFloat64;
+    EXPECT_TRUE(store::write_npy(dir.file(name), f64 ? store::Dtype::kFloat64 : store::Dtype::kFloat32,
+                                 {values.size(0), values.size(1)}, values.data_ptr()).ok());
+    RunConfig c = cfg;
+    c.data = "npy:" + (as_x ? dir.file(name) : dir.file("x.npy")) + "," + (as_x ? dir.file("y.npy") : dir.file(name));
+    return error(c);
+  };
+  y[3][2] = INFINITY;
+  EXPECT_EQ(pairs_with("inf.npy", y, false), dir.file("inf.npy") + ": element 26 is inf; targets must be finite float32 values");
+  y[3][2] = 1e300;
+  EXPECT_EQ(pairs_with("huge.npy", y, false),
+            dir.file("huge.npy") + ": element 26 is 1e+300, beyond float32's range; targets must be finite float32 values");
+  torch::Tensor bad_x = x.clone();
+  bad_x[1][3] = -INFINITY;
+  EXPECT_EQ(pairs_with("neg-inf.npy", bad_x, true),
+            dir.file("neg-inf.npy") + ": element 19 is -inf; inputs must be finite float32 values");
 }
 
 TEST(InitScale, MultipliesTheSeededWeightsOfAnyModel) {

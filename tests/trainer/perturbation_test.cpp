@@ -3,13 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "saddlescope/analysis/divergence.h"
+#include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/snapshot.h"
 #include "saddlescope/trainer/train.h"
 #include "manifest.h"
 #include "small_run.h"
@@ -185,6 +188,22 @@ TEST(Execution, InitFromGivesBitIdenticalStartWhateverTheSeed) {
             std::string::npos)
       << r.status().message();
   EXPECT_FALSE(fs::exists(wrong.out));
+
+  // Non-finite initial weights are named with their file and index, not reported as "diverged at step 0".
+  std::string weights = store::snapshot_dir(first, 0) + "/encoder.fc1.weight.npy";
+  auto w = store::read_npy(weights);
+  ASSERT_TRUE(w.ok());
+  for (float bad : {NAN, -INFINITY}) {
+    reinterpret_cast<float*>(w->bytes.data())[5] = bad;
+    ASSERT_TRUE(store::write_npy(weights, w->dtype, w->shape, w->bytes.data()).ok());
+    RunConfig nonfinite = b;
+    nonfinite.out = dir.file("nonfinite");
+    auto n = train(nonfinite, {false, nullptr});
+    ASSERT_FALSE(n.ok());
+    EXPECT_EQ(n.status().message(), "init_from: " + weights + ": element 5 is " + (std::isnan(bad) ? "nan" : "-inf") +
+                                        "; initial weights must be finite");
+    EXPECT_FALSE(fs::exists(nonfinite.out));
+  }
 }
 
 TEST(Execution, SettingsAreAppliedAndRecorded) {

@@ -28,9 +28,13 @@ struct NpyArray {
   const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
 };
 
-// Reads and validates `path`. Errors: missing file, bad magic, unsupported version, malformed header,
-// unsupported dtype, Fortran order, size mismatch (truncated or trailing bytes).
-Result<NpyArray> read_npy(const std::string& path);
+// Reads and validates `path`. Errors: missing file, not a regular file (a directory, FIFO or device is
+// refused before reading), a file larger than this machine's memory (store/files.h, base/memory.h: it
+// is read whole), bad magic, unsupported version, malformed header, unsupported dtype, Fortran order,
+// size mismatch (truncated or trailing bytes; checked against the file's size before the data are
+// allocated, so a header cannot make the reader allocate more than the file holds).
+// When `sha256` is not null it receives the SHA-256 of the file's bytes as read.
+Result<NpyArray> read_npy(const std::string& path, std::string* sha256 = nullptr);
 
 // Writes `numel(shape)` elements from `data` to `path` atomically (version 1.0, 64-byte aligned header).
 Status write_npy(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape,

@@ -125,9 +125,15 @@ bool config_is_list(const std::string& key);
 // One line of help for `key`.
 std::string config_help(const std::string& key);
 
+// The largest config file load_toml reads: a config is a few dozen lines; anything near this is not one.
+inline constexpr uint64_t kMaxConfigBytes = 1 << 20;
+
 class ConfigBuilder {
  public:
-  // Reads a TOML file. Unknown keys, wrong types and out-of-range values are errors naming file:line.
+  // Reads a TOML file. Unknown keys, wrong types and out-of-range values are errors naming file:line;
+  // so are a path that is not a regular file (a FIFO, a device or a directory is refused before
+  // reading) and a file larger than kMaxConfigBytes. Floating-point keys must hold values float32 can
+  // represent (they end up as float32 values): 1e39 or 1e-50 for lr is an error, not ±inf or 0.
   Status load_toml(const std::string& path);
   // Sets every key of `config` (a manifest's "config": flat, key -> JSON value), as a resumed run does.
   // Same checks as the file; errors name `origin` and the key.
@@ -136,8 +142,10 @@ class ConfigBuilder {
   Status set_flag(const std::string& key, const std::string& text);
   // Applies defaults (data_dir, threads, data_seed, cublas_workspace) and cross-field checks (CUDA-only
   // settings changed for a CPU device, stochastic rounding outside float32, teacher_sigmas and
-  // teacher_examples that do not fit teacher_inputs and teacher_outputs).
-  Result<RunConfig> resolve() const;
+  // teacher_examples that do not fit teacher_inputs and teacher_outputs). `warnings`, when not null,
+  // gets one line for each setting that is valid but probably not meant: threads above the machine's
+  // cores ("--threads: threads 64 exceeds the 2 cores of this machine; ...").
+  Result<RunConfig> resolve(std::vector<std::string>* warnings = nullptr) const;
 
  private:
   std::string where(const std::string& key) const;  // origin of `key`, for messages

@@ -71,7 +71,10 @@ class Model {
 
 // The model `cfg` names for the examples of `data` (data.example_shape: (features) or (T, 1, H, W);
 // data.target_columns for the linear network's input–target rows). Errors name the config key (e.g.
-// prednet options that do not fit the frames) or the data a model cannot train on.
+// prednet options that do not fit the frames) or the data a model cannot train on. On the CPU the run's
+// large allocations are checked against the machine's memory first (trainer/memory.h): a config that
+// cannot fit is an error naming the key that asked for the memory ("batch_size 100000: about 152.3 GiB
+// for a training step ..."); so is a failure to allocate the parameters themselves.
 Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& data);
 
 }  // namespace saddlescope::trainer

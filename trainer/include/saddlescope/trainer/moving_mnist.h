@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,8 +81,10 @@ class MovingMnist {
 
 // Digit images for Moving MNIST from the verified MNIST cache under `data_dir` (mnist.h): `split` is
 // "train" (training sequences) or "test" (held-out sequences). Errors: unknown split, missing or
-// corrupt cache (the message says how to fetch it).
-Result<IdxArray> moving_mnist_digits(const std::string& data_dir, const std::string& split);
+// corrupt cache (the message says how to fetch it). `digests`, when not null, gets the SHA-256 of the
+// files read (mnist.h read_mnist).
+Result<IdxArray> moving_mnist_digits(const std::string& data_dir, const std::string& split,
+                                     std::map<std::string, std::string>* digests = nullptr);
 
 // (T, N, H, W) uint8 -> (N, T, 1, H, W) float32 in [0, 1]: PredNet's input layout.
 torch::Tensor frames_to_input(const torch::Tensor& frames);

@@ -25,6 +25,7 @@ Status save_snapshot(const std::string& dir, const NamedTensors& params, bool wi
 // Copies parameters into `params` (CPU tensors) from `path`: a run directory (its step-0 snapshot,
 // i.e. that run's exact initial weights) or a snapshot directory. Every parameter must be there with
 // its shape; float32 files may widen into a float64 model, float64 files never narrow into float32.
+// A NaN or ±inf element is an error naming the file and the element's flat index.
 Status load_parameters(const std::string& path, NamedTensors& params);
 
 }  // namespace saddlescope::trainer
