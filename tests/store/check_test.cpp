@@ -172,7 +172,7 @@ TEST(Check, NamesEveryKindOfProblem) {
   EXPECT_EQ(c->counts(), (std::map<std::string, int>{{"completed", 1}, {"interrupted", 1}, {"unreadable", 1}}));
   EXPECT_EQ(described(*c),
             (std::vector<std::string>{
-                "broken/curvature.csv: cannot open for reading",
+                "broken/curvature.csv: cannot open for reading: No such file or directory",
                 "broken/symmetry.csv: schema version 2, this saddlescope reads version 1",
                 "broken/weights.bin: listed in manifest.json, but not a file this saddlescope knows (written by a "
                 "newer one?)",

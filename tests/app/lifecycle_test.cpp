@@ -1,0 +1,220 @@
+// A run's life under crashes, signals, full disks and concurrent starts, through the real binary:
+// killed anywhere and resumed it gives the bits of a run never stopped; a failed write ends it with a
+// one-line error naming the file and never leaves it "running"; --force never removes a live run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "command.h"
+#include "saddlescope/store/npy.h"
+#include "saddlescope/store/run_dir.h"
+#include "temp_dir.h"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace saddlescope {
+namespace {
+
+using testing::Output;
+using testing::run;
+
+// 128 examples of 12 uint8 pixels with structure to learn.
+std::string pixels(const testing::TempDir& dir) {
+  std::vector<uint8_t> x(128 * 12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37 + (i / 12) * 11) % 251);
+  std::string path = dir.file("x.npy");
+  EXPECT_TRUE(store::write_npy(path, store::Dtype::kUInt8, {128, 12}, x.data()).ok());
+  return path;
+}
+
+// Every probe, snapshots and checkpoints: a run that writes at every write point of the store.
+std::string train_args(const testing::TempDir& dir, const std::string& out, int steps = 60) {
+  return "train --data npy:" + pixels(dir) + " --hidden 8,4 --batch-size 4 --threads 1 --seed 5 --steps " +
+         std::to_string(steps) + " --log-every 10 --snapshot-every 20 --checkpoint-every 10 " +
+         "--probe curvature:every=10,batch=16 --probe symmetry:every=10 --probe ops:every=25,k=2 --out " + out;
+}
+
+std::string only_run(const std::string& study) {
+  for (const auto& e : fs::directory_iterator(study + "/runs"))
+    if (e.is_directory()) return e.path().string();
+  return "";
+}
+
+// `file`'s lines, each cut before its column `drop` (0: whole lines): wall-clock columns left out.
+std::vector<std::string> lines(const std::string& file, const std::string& drop = "") {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  int cut = -1;
+  for (std::string l; std::getline(in, l);) {
+    if (cut < 0 && !drop.empty()) {
+      cut = 0;
+      for (size_t p = 0; p < l.size() && l.compare(p, drop.size(), drop) != 0; ++p) cut += l[p] == ',';
+    }
+    if (cut > 0) {
+      size_t at = 0;
+      for (int c = 0; c < cut && at != std::string::npos; ++c) at = l.find(',', at + 1);
+      l = l.substr(0, at);
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
+// The two runs wrote the same rows (wall-clock columns aside) and end at the same parameters.
+void expect_same_run(const std::string& a, const std::string& b) {
+  EXPECT_EQ(lines(a + "/metrics.csv", "wall_s"), lines(b + "/metrics.csv", "wall_s"));
+  EXPECT_EQ(lines(a + "/curvature.csv", "probe_s"), lines(b + "/curvature.csv", "probe_s"));
+  for (const char* f : {"/curvature_eigen.csv", "/symmetry.csv", "/ops.csv"}) EXPECT_EQ(lines(a + f), lines(b + f)) << f;
+  auto ra = store::RunDir::open(a), rb = store::RunDir::open(b);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(ra->snapshot_steps(), rb->snapshot_steps());
+  for (int64_t step : ra->snapshot_steps()) {
+    auto sa = ra->snapshot(step), sb = rb->snapshot(step);
+    ASSERT_TRUE(sa.ok() && sb.ok());
+    for (const auto& [name, arr] : *sa) EXPECT_EQ(arr.bytes, sb->at(name).bytes) << name << " at step " << step;
+  }
+  EXPECT_EQ(rb->manifest().status, store::RunStatus::kCompleted);
+  EXPECT_EQ(ra->manifest().final_loss, rb->manifest().final_loss);
+}
+
+// Starts the binary with `args` (and "NAME=VALUE" in env), output to `log`. Returns its pid.
+pid_t spawn(const std::string& args, const std::string& log, const std::vector<std::string>& env = {}) {
+  std::string cmd = "exec " + std::string(SADDLESCOPE_BIN) + " " + args + " > " + log + " 2>&1";
+  std::vector<std::string> envs(env);
+  for (char** e = environ; *e; ++e) envs.push_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), envp.data()), 0);
+  return pid;
+}
+
+// Waits for `pid`; returns its exit status, or 128 + the signal that ended it.
+int wait_for(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Lifecycle, KilledAnywhereAndResumedGivesTheBitsOfAnUninterruptedRun) {
+  testing::TempDir dir;
+  Output ref = run(train_args(dir, dir.file("ref")));
+  ASSERT_EQ(ref.code, 0) << ref.text;
+  std::string reference = only_run(dir.file("ref"));
+  // Kill points: between steps (a metrics flush), halfway through a snapshot, halfway through a
+  // checkpoint, and in the manifest write that records a checkpoint.
+  for (const char* at : {"metrics.csv:4", "snapshots/.step-00000040.tmp/decoder", "checkpoint/.step-00000030.tmp/adam.v",
+                         "manifest.json:4"}) {
+    SCOPED_TRACE(at);
+    std::string out = dir.file(std::string("k") + std::to_string(std::hash<std::string>()(at) % 100000));
+    pid_t pid = spawn(train_args(dir, out), dir.file("kill.log"), {std::string("SADDLESCOPE_KILL_AT_WRITE=") + at});
+    ASSERT_EQ(wait_for(pid), 128 + SIGKILL) << read_all(dir.file("kill.log"));
+    std::string r = only_run(out);
+    auto killed = store::RunDir::open(r);
+    ASSERT_TRUE(killed.ok()) << killed.status().message();
+    EXPECT_EQ(killed->manifest().status, store::RunStatus::kRunning);
+    EXPECT_EQ(killed->state(), store::RunStatus::kStale) << "its process is gone";
+    Output resumed = run("train --resume " + r);
+    ASSERT_EQ(resumed.code, 0) << resumed.text;
+    expect_same_run(reference, r);
+    EXPECT_EQ(store::RunDir::open(r)->manifest().resumes, 1);
+    for (const auto& e : fs::recursive_directory_iterator(r))
+      EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
+  }
+}
+
+TEST(Lifecycle, SigtermStopsAtAStepBoundaryAndTheRunResumes) {
+  testing::TempDir dir;
+  const int steps = 2000;
+  Output ref = run(train_args(dir, dir.file("ref"), steps));
+  ASSERT_EQ(ref.code, 0) << ref.text;
+  std::string out = dir.file("stopped");
+  pid_t pid = spawn(train_args(dir, out, steps), dir.file("term.log"));
+  // Once some windows are written, ask it to stop.
+  for (int i = 0; i < 2000; ++i) {
+    std::string r = fs::exists(out + "/runs") ? only_run(out) : "";
+    if (!r.empty() && lines(r + "/metrics.csv").size() > 300) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGTERM);
+  int code = wait_for(pid);
+  std::string log = read_all(dir.file("term.log"));
+  ASSERT_EQ(code, 128 + SIGTERM) << log;
+  EXPECT_NE(log.find("status   interrupted by SIGTERM after "), std::string::npos) << log;
+  std::string r = only_run(out);
+  auto m = store::read_manifest(r);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, store::RunStatus::kInterrupted);
+  EXPECT_EQ(m->stopped_by, "SIGTERM");
+  EXPECT_EQ(m->checkpoint_step, m->steps_completed) << "a checkpoint where it stopped";
+  EXPECT_FALSE(m->process);
+  EXPECT_EQ(lines(r + "/metrics.csv").size(), static_cast<size_t>(m->steps_completed + 1)) << "every step written";
+  Output resumed = run("train --resume " + r);
+  ASSERT_EQ(resumed.code, 0) << resumed.text;
+  expect_same_run(only_run(dir.file("ref")), r);
+  testing::expect_error("train --resume " + r, r + ": the run has ended (completed); nothing to resume");
+}
+
+TEST(Lifecycle, AFailedWriteEndsTheRunWithTheFileNamedAndNeverRunning) {
+  testing::TempDir dir;
+  for (const char* at : {"metrics.csv", "curvature.csv", "curvature_eigen.csv", "symmetry.csv", "ops.csv",
+                         "snapshots/", "checkpoint/", "manifest.json:2", "manifest.json"}) {
+    SCOPED_TRACE(at);
+    std::string out = dir.file(std::string("f") + std::to_string(std::hash<std::string>()(at) % 100000));
+    pid_t pid = spawn(train_args(dir, out), dir.file("fail.log"), {std::string("SADDLESCOPE_FAIL_WRITE=") + at});
+    EXPECT_EQ(wait_for(pid), 1);
+    std::string log = read_all(dir.file("fail.log"));
+    std::string file = std::string(at).substr(0, std::string(at).find(':'));
+    EXPECT_NE(log.find("saddlescope: "), std::string::npos) << log;
+    EXPECT_NE(log.find(file), std::string::npos) << log;
+    EXPECT_NE(log.find("write failed: No space left on device (injected"), std::string::npos) << log;
+    std::string r = only_run(out);
+    auto run_dir = store::RunDir::open(r);
+    if (std::string(at) == "manifest.json") {
+      EXPECT_FALSE(run_dir.ok()) << "the very first manifest write failed: no manifest at all";
+      continue;
+    }
+    ASSERT_TRUE(run_dir.ok()) << run_dir.status().message();
+    EXPECT_NE(run_dir->state(), store::RunStatus::kRunning);
+    if (std::string(at) != "manifest.json:2") {
+      EXPECT_EQ(run_dir->manifest().status, store::RunStatus::kFailed);
+      EXPECT_NE(run_dir->manifest().error.find(file), std::string::npos) << run_dir->manifest().error;
+    }
+  }
+}
+
+TEST(Lifecycle, ForceRefusesWhileALiveProcessWritesTheRun) {
+  testing::TempDir dir;
+  std::string out = dir.file("study");
+  pid_t pid = spawn(train_args(dir, out, 100000), dir.file("live.log"));
+  for (int i = 0; i < 2000 && !(fs::exists(out + "/runs") && !only_run(out).empty() &&
+                                fs::exists(only_run(out) + "/metrics.csv"));
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Output again = run(train_args(dir, out, 100000) + " --force");
+  EXPECT_EQ(again.code, 1) << again.text;
+  EXPECT_NE(again.text.find(": being written by a live process (pid " + std::to_string(pid) + ")"), std::string::npos)
+      << again.text;
+  EXPECT_TRUE(fs::exists(only_run(out) + "/metrics.csv")) << "the live run's directory is untouched";
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_for(pid), 128 + SIGINT);
+}
+
+}  // namespace
+}  // namespace saddlescope
