@@ -1,5 +1,6 @@
-// saddlescope store index DIR | store check DIR [--repair]: the study's catalogue, and the state and
-// problems of its runs (store/catalog.h, store/check.h; docs/catalog.md).
+// saddlescope store index DIR | store check DIR [--repair] | store select RUN FILE [COLUMN...]: the
+// study's catalogue, the state and problems of its runs, and a run's columns by name for scripts
+// (store/catalog.h, store/check.h, store/select.h; docs/catalog.md).
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/check.h"
+#include "saddlescope/store/select.h"
 
 namespace saddlescope::app {
 namespace {
@@ -31,7 +33,8 @@ int print_check(const store::StudyCheck& check) {
 
 Command add_store(CLI::App& app) {
   struct Args {
-    std::string dir;
+    std::string dir, file;
+    std::vector<std::string> columns;
     bool repair = false;
   };
   auto args = std::make_shared<Args>();
@@ -44,8 +47,22 @@ Command add_store(CLI::App& app) {
   check->add_flag("--repair", args->repair,
                   "Mark stale runs interrupted, remove temporaries of killed writers, update the catalogue");
   check->footer("Exit status: 0 when there are no problems and no stale runs, 1 otherwise.");
+  CLI::App* select = sub->add_subcommand("select", "Print columns of a run's table by name, as CSV (for scripts)");
+  select->add_option("run_dir", args->dir, "Run directory")->required();
+  select->add_option("file", args->file, "Table: metrics, curvature, curvature_eigen, symmetry or ops (.csv optional)")
+      ->required();
+  select->add_option("columns", args->columns, "Column names (default: every column)");
+  select->footer("Example: saddlescope store select RUN curvature step lambda_min lambda_max");
 
-  auto run = [args, index]() -> int {
+  auto run = [args, index, select]() -> int {
+    if (select->parsed()) {
+      auto r = store::RunDir::open(args->dir);
+      if (!r) return fail(r.status().message());
+      auto csv = store::select_columns(*r, args->file, args->columns);
+      if (!csv) return fail(csv.status().message());
+      fmt::print("{}", *csv);
+      return 0;
+    }
     if (index->parsed()) {
       if (Status st = store::require_study(args->dir); !st.ok()) return fail(st.message());
       auto n = store::rebuild_catalog(args->dir);

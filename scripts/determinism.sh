@@ -38,15 +38,18 @@ ref64=$(ls -d "$out"/float64/runs/*)
 
 run_of() { ls -d "$out/$1/repeat-1/runs/"*; }
 field() { grep -o "\"$2\": [^,}]*" "$1/manifest.json" | head -1 | sed 's/.*: //' || true; }
-# rel_l2 and max_ulp at the last common snapshot, and the first differing loss step: "rel ulp first".
+# rel_l2 and max_ulp_distance at the last common snapshot, and the first differing loss step:
+# "rel ulp first". The per-snapshot table's columns are found by name in its header.
 distance() {
-  local d
-  d=$($bin diverge "$1" "$2")
+  local d csv
+  csv=$(mktemp)
+  d=$($bin diverge "$1" "$2" --csv "$csv")
   local last
-  last=$(echo "$d" | awk -F, 'NR>1 && /^[0-9]/ {l=$0} END {print l}')
+  last=$(awk -F, 'NR==1 {for (i=1;i<=NF;i++) c[$i]=i; next} {l=$(c["rel_l2"]) " " $(c["max_ulp_distance"])} END {print l}' "$csv")
+  rm -f "$csv"
   local first
   first=$(echo "$d" | grep -o 'losses first differ at step [0-9]*' | grep -o '[0-9]*$' || true)
-  echo "$(echo "$last" | cut -d, -f2) $(echo "$last" | cut -d, -f3) ${first:--}"
+  echo "$last ${first:--}"
 }
 
 table="| config | bitwise reproducible (2 runs) | first differing step | vs cpu-1thread after $steps steps: rel L2, max ULP, first differing step | vs float64: rel L2 | final loss | test MSE | steps/s |

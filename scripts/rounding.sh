@@ -3,7 +3,7 @@
 # default-size PredNet on Moving MNIST with op taps on (forward and weight-gradient elements measured
 # against the exact values of reference/), on the CPU and on CUDA with cuDNN on/off and TF32 on/off.
 #   scripts/rounding.sh OUT_DIR [cpu|both]
-# Writes OUT_DIR/<model>/<config>/runs/<id>/ (ops.csv, ops_summary.csv), OUT_DIR/fingerprint.json and
+# Writes OUT_DIR/<model>/<config>/runs/<id>/ (ops.csv; `saddlescope ops` summarises it), OUT_DIR/fingerprint.json and
 # OUT_DIR/rounding.md (also printed): per model, one column per config, each cell
 # "median / max |ULP error| (share of samples beyond the a-priori bound)". Needs MNIST in the data cache.
 # About 2 minutes on the H200 host (16 cores; estimated, not yet run there). `cpu` alone on the shared

@@ -27,9 +27,11 @@ for c in "${configs[@]}"; do
   mkdir -p "$out"
   $bin train $common ${c#*|} --out "$out/$name" >/dev/null 2>"$out/$name.err" || { echo "| $name | failed: $(cat "$out/$name.err") |"; continue; }
   run=$(ls -d "$out/$name/runs/"*)
-  broken=$(awk -F, '$2=="encoder.fc1" && $4 != ($3*($3-1)/2) {print $1; exit}' "$run/symmetry.csv")
-  last=$(awk -F, '$2=="encoder.fc1" {d=$5} END {print d}' "$run/symmetry.csv")
-  lmin=$(awk -F, 'NR>1 {printf "%s%.3g", (NR>2?", ":""), $4}' "$run/curvature.csv")
+  # Columns by name, through the run store's reader (the order below is the order asked for).
+  sym=$($bin store select "$run" symmetry step layer units identical_pairs min_relative_distance)
+  broken=$(echo "$sym" | awk -F, '$2=="encoder.fc1" && $4 != ($3*($3-1)/2) {print $1; exit}')
+  last=$(echo "$sym" | awk -F, '$2=="encoder.fc1" {d=$5} END {print d}')
+  lmin=$($bin store select "$run" curvature lambda_min | awk 'NR>1 {printf "%s%.3g", (NR>2?", ":""), $1}')
   mse=$(grep -o '"mse": [^,}]*' "$run/manifest.json" | sed 's/.*: //')
   base=$(grep -o '"baseline_mse": [^,}]*' "$run/manifest.json" | sed 's/.*: //')
   echo "| $name | $([ -n "$broken" ] && echo "step < $broken" || echo "the end ($steps steps)") | $(printf %.3g "$last") | $lmin | $(printf '%.5f (%.5f)' "$mse" "$base") |"

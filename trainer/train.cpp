@@ -126,8 +126,8 @@ Status train_loop(Loop& L, TrainResult* result) {
   auto train_s = [&] { return train_s0 + seconds_since(t0); };
   // A checkpoint before `step`: the metric window written first, and no probe holding a measurement.
   auto checkpoint = [&](int64_t step) -> Status {
+    SADDLESCOPE_RETURN_IF_ERROR(window.flush(&*metrics, result));  // waits for queued device work
     Clock::time_point c0 = Clock::now();
-    SADDLESCOPE_RETURN_IF_ERROR(window.flush(&*metrics, result));
     SADDLESCOPE_RETURN_IF_ERROR(save_checkpoint(L.record.dir(), checkpoint_of(step, train_s(), named, train_step, L.perturb)));
     SADDLESCOPE_RETURN_IF_ERROR(L.record.checkpointed(step, seconds_since(c0)));
     remove_other_checkpoints(L.record.dir(), step);

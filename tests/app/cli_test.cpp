@@ -255,6 +255,16 @@ TEST(Cli, ProbesFromFlagsAndFile) {
   EXPECT_TRUE(fs::exists(r + "/curvature.csv"));
   EXPECT_TRUE(fs::exists(r + "/symmetry.csv"));
 
+  Output sel = run("store select " + r + " curvature step lambda_min");
+  ASSERT_EQ(sel.code, 0) << sel.text;
+  EXPECT_EQ(sel.text.substr(0, sel.text.find('\n')), "step,lambda_min");
+  EXPECT_EQ(std::count(sel.text.begin(), sel.text.end(), '\n'), 3) << "steps 0 and 10, and the header";
+  expect_error("store select " + r + " curvature lambda", "curvature.csv: no column 'lambda' (its columns: step, "
+               "probe_loss, probe_grad_norm, lambda_min, lambda_min_residual, lambda_max, lambda_max_residual, "
+               "tolerance, converged, iterations, restarts, trace, trace_se, negative_mass, negative_mass_lower, "
+               "negative_mass_upper, g_dot_vmin, hessian_lipschitz, hvp_count, float64, probe_s)");
+  expect_error("store select " + r + " ops", r + "/ops.csv: the run has no ops.csv (manifest.json does not list it)");
+
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
   expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
                                                        "(known: curvature, symmetry, ops)");
