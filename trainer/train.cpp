@@ -289,12 +289,6 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   }
   int64_t resume_from = checkpoint ? checkpoint->step : -1;
 
-  auto probe_set = probes::ProbeSet::create(specs, n_params, dir, resume_from);
-  if (!probe_set) return probe_set.status();
-  auto taps = probes::OpTaps::create(specs, tap_ops, dir, resume_from);
-  if (!taps) return taps.status();
-  (*model)->set_op_taps(*taps);
-
   int64_t probe_asked = probe_examples_needed(specs);
   int64_t probe_used = Batches(*data, 0, torch::kCPU, torch::kFloat32).probe_set_size(probe_asked);
   store::RunManifest manifest = new_manifest(cfg, run_id, *data, *applied, perturbed, specs, probe_asked, probe_used);
@@ -308,6 +302,18 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   RunRecord record(dir, std::move(manifest));
   SADDLESCOPE_RETURN_IF_ERROR(record.start());
   index_run(cfg.out, dir);  // listed as running while it runs
+
+  // The probes' files, once the manifest says the run exists: a failure here is recorded as such.
+  auto probe_set = probes::ProbeSet::create(specs, n_params, dir, resume_from);
+  auto taps = probe_set ? probes::OpTaps::create(specs, tap_ops, dir, resume_from)
+                        : Result<std::shared_ptr<probes::OpTaps>>(probe_set.status());
+  if (!taps) {
+    record.manifest().error = taps.status().message();
+    (void)record.finish(store::RunStatus::kFailed);
+    index_run(cfg.out, dir);
+    return taps.status();
+  }
+  (*model)->set_op_taps(*taps);
 
   TrainResult result;
   result.run_dir = dir;
