@@ -14,6 +14,7 @@
 #include "saddlescope/base/text.h"
 #include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/trainer/data_spec.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/perturbation_spec.h"
 
@@ -65,18 +66,6 @@ std::string check_device(const std::string& d) {
   return "must be cpu, cuda or cuda:N, got '" + d + "'";
 }
 
-std::string check_data(const std::string& d) {
-  if (d == "mnist" || d == "moving-mnist" || d == "teacher") return "";
-  if (d.rfind("npy:", 0) == 0) {
-    std::string rest = d.substr(4);
-    size_t comma = rest.find(',');
-    std::string x = rest.substr(0, comma);
-    std::string y = comma == std::string::npos ? "ok" : rest.substr(comma + 1);
-    if (!x.empty() && !y.empty() && y.find(',') == std::string::npos) return "";
-  }
-  return "must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got '" + d + "'";
-}
-
 #define FIELD(expr) [](const RunConfig& c) { return nlohmann::json(c.expr); }
 
 const std::vector<Key>& keys() {
@@ -98,7 +87,11 @@ const std::vector<Key>& keys() {
          return v.i > 65536 ? fmt::format("must be <= 65536, got {}", v.i) : at_least(v.i, 1);
        }, FIELD(linear_hidden)},
       {"data", Kind::kString, "training data: mnist, npy:X.npy[,Y.npy], moving-mnist or teacher",
-       [](RunConfig& c, const Value& v) { c.data = v.s; return check_data(v.s); }, FIELD(data)},
+       [](RunConfig& c, const Value& v) {
+         c.data = v.s;
+         auto spec = parse_data_spec(v.s);
+         return spec ? std::string() : spec.status().message();
+       }, FIELD(data)},
       {"prednet_stacks", Kind::kIntList, "PredNet channels per layer, image first",
        [](RunConfig& c, const Value& v) -> std::string {
          c.prednet.stack_sizes = v.list;
