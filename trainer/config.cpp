@@ -4,18 +4,19 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
-#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "float32_range.h"
 #include "saddlescope/base/text.h"
 #include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/store/files.h"
-#include "saddlescope/store/sha256.h"
+#include "saddlescope/trainer/data_spec.h"
 #include "saddlescope/trainer/mnist.h"
+#include "saddlescope/trainer/perturbation_spec.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -57,75 +58,12 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> opti
   return "must be one of " + list + ", got '" + v + "'";
 }
 
-// "" or why the finite `v` is not a value float32 holds. Every floating-point key ends up as a float32
-// value (the learning rate and Adam state, scaled weights, generated data, noise), where a value beyond
-// float32's range would become ±inf and a nonzero one below its smallest would become 0.
-constexpr double kFloat32Max = std::numeric_limits<float>::max();
-constexpr double kFloat32Min = std::numeric_limits<float>::denorm_min();
-
-std::string in_float32(double v) {
-  if (std::fabs(v) > kFloat32Max) return fmt::format("must be at most {} (float32's largest value), got {}", kFloat32Max, v);
-  if (v != 0 && std::fabs(v) < kFloat32Min)
-    return fmt::format("must be 0 or at least {} (float32's smallest positive value), got {}", kFloat32Min, v);
-  return "";
-}
-
-std::string positive_float32(double v) {
-  if (!(v > 0 && std::isfinite(v))) return fmt::format("must be > 0 and finite, got {}", v);
-  if (v < kFloat32Min) return fmt::format("must be at least {} (float32's smallest positive value), got {}", kFloat32Min, v);
-  return in_float32(v);
-}
-
 std::string check_device(const std::string& d) {
   if (d == "cpu" || d == "cuda") return "";
   if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.size() < 9 &&
       d.find_first_not_of("0123456789", 5) == std::string::npos)
     return "";
   return "must be cpu, cuda or cuda:N, got '" + d + "'";
-}
-
-std::string check_data(const std::string& d) {
-  if (d == "mnist" || d == "moving-mnist" || d == "teacher") return "";
-  if (d.rfind("npy:", 0) == 0) {
-    std::string rest = d.substr(4);
-    size_t comma = rest.find(',');
-    std::string x = rest.substr(0, comma);
-    std::string y = comma == std::string::npos ? "ok" : rest.substr(comma + 1);
-    if (!x.empty() && !y.empty() && y.find(',') == std::string::npos) return "";
-  }
-  return "must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got '" + d + "'";
-}
-
-// Parses a perturbation spec into `p` (keeping its seed); returns "" or what was expected.
-std::string parse_perturbation(const std::string& spec, Perturbation* p) {
-  const std::string expected =
-      "must be none, shuffle-reduction, gaussian:SIGMA[:element|:absolute], stochastic-rounding or "
-      "bitflip[:PARAM[:INDEX]], got '" + spec + "'";
-  std::vector<std::string> f = split(spec, ':');
-  Perturbation q;
-  q.seed = p->seed;
-  q.kind = f[0];
-  if ((q.kind == "none" || q.kind == "shuffle-reduction" || q.kind == "stochastic-rounding") && f.size() == 1) {
-  } else if (q.kind == "gaussian" && (f.size() == 2 || (f.size() == 3 && (f[2] == "element" || f[2] == "absolute")))) {
-    char* end = nullptr;
-    q.sigma = std::strtod(f[1].c_str(), &end);
-    if (f[1].empty() || *end != '\0' || !(q.sigma > 0) || !std::isfinite(q.sigma))
-      return "gaussian sigma must be a number > 0, got '" + f[1] + "'";
-    if (std::string why = positive_float32(q.sigma); !why.empty()) return "gaussian sigma " + why;
-    q.elementwise = f.size() == 3 && f[2] == "element";
-    q.absolute = f.size() == 3 && f[2] == "absolute";
-  } else if (q.kind == "bitflip" && f.size() <= 3) {
-    if (f.size() >= 2) q.param = f[1];
-    if (f.size() == 3) {
-      char* end = nullptr;
-      q.index = std::strtoll(f[2].c_str(), &end, 10);
-      if (f[2].empty() || *end != '\0' || q.index < 0) return "bitflip index must be an integer >= 0, got '" + f[2] + "'";
-    }
-  } else {
-    return expected;
-  }
-  *p = q;
-  return "";
 }
 
 #define FIELD(expr) [](const RunConfig& c) { return nlohmann::json(c.expr); }
@@ -149,7 +87,11 @@ const std::vector<Key>& keys() {
          return v.i > 65536 ? fmt::format("must be <= 65536, got {}", v.i) : at_least(v.i, 1);
        }, FIELD(linear_hidden)},
       {"data", Kind::kString, "training data: mnist, npy:X.npy[,Y.npy], moving-mnist or teacher",
-       [](RunConfig& c, const Value& v) { c.data = v.s; return check_data(v.s); }, FIELD(data)},
+       [](RunConfig& c, const Value& v) {
+         c.data = v.s;
+         auto spec = parse_data_spec(v.s);
+         return spec ? std::string() : spec.status().message();
+       }, FIELD(data)},
       {"prednet_stacks", Kind::kIntList, "PredNet channels per layer, image first",
        [](RunConfig& c, const Value& v) -> std::string {
          c.prednet.stack_sizes = v.list;
@@ -253,7 +195,13 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) { c.init_from = v.s; return ""; }, FIELD(init_from)},
       {"perturbation", Kind::kString,
        "none, shuffle-reduction, gaussian:SIGMA[:element|:absolute], stochastic-rounding, bitflip[:PARAM[:INDEX]]",
-       [](RunConfig& c, const Value& v) { return parse_perturbation(v.s, &c.perturbation); },
+       [](RunConfig& c, const Value& v) -> std::string {
+         auto p = parse_perturbation(v.s);
+         if (!p) return p.status().message();
+         p->seed = c.perturbation.seed;  // a key of its own
+         c.perturbation = *p;
+         return "";
+       },
        [](const RunConfig& c) { return nlohmann::json(c.perturbation.spec()); }},
       {"perturbation_seed", Kind::kInt, "seed of the perturbation's random stream",
        [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
@@ -559,57 +507,10 @@ std::string ConfigBuilder::where(const std::string& key) const {
   return it == origin_.end() ? "default " + key : it->second;
 }
 
-std::string Perturbation::spec() const {
-  if (kind == "gaussian")
-    return fmt::format("gaussian:{}{}", sigma, elementwise ? ":element" : absolute ? ":absolute" : "");
-  if (kind == "bitflip" && (!param.empty() || index != 0)) return fmt::format("bitflip:{}:{}", param, index);
-  return kind;
-}
-
 nlohmann::json RunConfig::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& k : keys()) j[k.name] = k.get(*this);
   return j;
-}
-
-std::string RunConfig::identity() const {
-  nlohmann::json j = to_json();
-  for (const char* k : {"out", "data_dir", "log_every", "snapshot_every", "snapshot_grads", "checkpoint_every"}) j.erase(k);
-  if (perturbation.kind == "none") j.erase("perturbation_seed");
-  // Keys of the other models and data do not change this one's result; nor does a key left at a
-  // value that existed before the key did (so that run ids stay stable).
-  if (model != "autoencoder") j.erase("hidden");
-  if (model != "linear") j.erase("linear_hidden");
-  if (model != "prednet")
-    for (const char* k : {"prednet_stacks", "prednet_loss", "prednet_zero_bias", "nt", "canvas", "digits", "eval_sequences"}) j.erase(k);
-  if (data != "teacher")
-    for (const char* k : {"teacher_sigmas", "teacher_inputs", "teacher_outputs", "teacher_examples", "teacher_noise"}) j.erase(k);
-  if (init_scale == 1) j.erase("init_scale");
-  if (lr_drop_at == 0) j.erase("lr_drop_at");
-  if (execution.cuda_graph) j.erase("cuda_graph");
-  return j.dump();  // nlohmann orders object keys: canonical
-}
-
-std::string RunConfig::config_key() const {
-  nlohmann::json j = nlohmann::json::parse(identity());
-  for (const char* k : {"seed", "data_seed", "perturbation_seed"}) j.erase(k);
-  std::string prefix = run_prefix();
-  prefix.resize(prefix.rfind("-s"));  // the readable part without the seed
-  return prefix + "-" + store::sha256_hex(j.dump()).substr(0, 8);
-}
-
-std::string RunConfig::run_prefix() const {
-  const ExecutionConfig& e = execution;
-  std::string dev = e.device;
-  for (char& ch : dev) if (ch == ':') ch = '.';
-  std::string p = model + "-" + dev;
-  if (dev != "cpu") p += e.cudnn ? "-cudnn" : "-nocudnn";
-  if (e.deterministic != "off") p += "-det";
-  if (e.tf32_matmul) p += "-tf32";
-  if (e.dtype == "float64") p += "-f64";
-  if (perturbation.kind != "none") p += "-" + perturbation.kind;
-  if (init != "default") p += "-init." + init;
-  return fmt::format("{}-t{}-s{}", p, e.threads, seed);
 }
 
 }  // namespace saddlescope::trainer

@@ -11,6 +11,7 @@
 #include "saddlescope/base/memory.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/trainer/config.h"
+#include "saddlescope/trainer/data_spec.h"
 #include "saddlescope/trainer/idx.h"
 #include "saddlescope/trainer/memory.h"
 #include "saddlescope/trainer/mnist.h"
@@ -78,11 +79,9 @@ std::string first_bad(const store::NpyArray& a, double lo, double hi) {
 }
 
 // X alone (rows of pixels), X with N labels, or for model linear X with its N targets (rows [x, y]).
-Result<Dataset> load_npy(const RunConfig& cfg) {
-  std::string rest = cfg.data.substr(4);
-  size_t comma = rest.find(',');
-  std::string x_path = rest.substr(0, comma);
-  std::string y_path = comma == std::string::npos ? "" : rest.substr(comma + 1);
+Result<Dataset> load_npy(const RunConfig& cfg, const DataSpec& spec) {
+  const std::string& x_path = spec.x;
+  const std::string& y_path = spec.y;
   const bool pairs = cfg.model == "linear";
 
   std::map<std::string, std::string> digests;
@@ -191,13 +190,15 @@ Result<Dataset> load_moving_mnist(const RunConfig& cfg) {
 
 Result<Dataset> load_dataset(const RunConfig& cfg) {
   // Input-target pairs and the linear network go together; said before anything is read.
-  bool pairs = cfg.data == "teacher" || (cfg.data.rfind("npy:", 0) == 0 && cfg.data.find(',') != std::string::npos);
-  if (cfg.model == "linear" && !pairs)
+  auto spec = parse_data_spec(cfg.data);
+  if (!spec) return Status::Error("data " + spec.status().message());
+  using K = DataSpec::Kind;
+  if (cfg.model == "linear" && !spec->pairs())
     return Status::Error("model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not " + cfg.data);
-  if (cfg.model != "linear" && cfg.data == "teacher")
+  if (cfg.model != "linear" && spec->kind == K::kTeacher)
     return Status::Error("data teacher holds input-target pairs for model linear, not " + cfg.model);
-  if (cfg.data == "moving-mnist") return load_moving_mnist(cfg);
-  auto data = cfg.data == "mnist" ? load_mnist(cfg) : cfg.data == "teacher" ? load_teacher(cfg) : load_npy(cfg);
+  if (spec->kind == K::kMovingMnist) return load_moving_mnist(cfg);
+  auto data = spec->kind == K::kMnist ? load_mnist(cfg) : spec->kind == K::kTeacher ? load_teacher(cfg) : load_npy(cfg, *spec);
   if (!data) return data;
   data->example_shape = {data->train.size(1)};
   if (cfg.batch_size > data->train.size(0))

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/trainer/perturbation_spec.h"
 
 namespace saddlescope::trainer {
 
@@ -30,23 +31,6 @@ struct ExecutionConfig {
                                              // "default" = unset, or :4096:8 when deterministic
   bool cuda_graph = true;                 // CUDA only: each step captured once as CUDA graphs, then
                                           // replayed (the same kernels and bits as eager; see graph.h)
-};
-
-// A controlled perturbation (ablation), with its own seed: does an effect need the hardware, or does
-// noise of a given size do the same?
-struct Perturbation {
-  std::string kind = "none";  // none | shuffle-reduction | gaussian | stochastic-rounding | bitflip
-  double sigma = 0;           // gaussian: noise size relative to the gradient norm (or element)
-  bool elementwise = false;   // gaussian: relative to each element's magnitude instead
-  bool absolute = false;      // gaussian: σ is each element's standard deviation, whatever the gradient
-                              // (noise relative to the gradient is zero at an exact critical point)
-  std::string param;          // bitflip: parameter name ("" = the last one, the output bias)
-  int64_t index = 0;          // bitflip: flat index of the element whose last mantissa bit flips
-  int64_t seed = 0;           // the perturbation's own random stream
-
-  // "gaussian:1e-07:element", "gaussian:1e-06:absolute", "bitflip:encoder.fc1.weight:12": the spec as
-  // written in configs.
-  std::string spec() const;
 };
 
 // PredNet and its Moving MNIST data (model = prednet, data = moving-mnist).
