@@ -165,6 +165,9 @@ Status train_loop(Loop& L, TrainResult* result) {
     if (progress) progress->update(step + 1, window.last_loss());
   }
 
+  store::RunManifest& m = L.record.manifest();
+  m.timings.probe_s += L.probe_set.seconds();  // this segment's, over every resume
+  m.timings.tap_s += L.taps.seconds();
   if (int sig = StopSignals::requested(); sig && !result->diverged_at_step && step < cfg.steps) {
     // Stopped by a signal before `step`: everything up to it is written, with a checkpoint there.
     SADDLESCOPE_RETURN_IF_ERROR(window.flush(&*metrics, result));
@@ -177,9 +180,6 @@ Status train_loop(Loop& L, TrainResult* result) {
   SADDLESCOPE_RETURN_IF_ERROR(window.flush(&*metrics, result));
   SADDLESCOPE_RETURN_IF_ERROR(L.probe_set.finish());
   result->train_s = train_s();
-  store::RunManifest& m = L.record.manifest();
-  m.timings.probe_s += L.probe_set.seconds();
-  m.timings.tap_s += L.taps.seconds();
   if (progress)
     progress->finish(result->steps_completed,
                      result->diverged_at_step ? fmt::format("diverged at step {}", *result->diverged_at_step)
