@@ -1,10 +1,7 @@
 #include "saddlescope/store/check.h"
 
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <set>
 
@@ -19,20 +16,6 @@ namespace fs = std::filesystem;
 
 namespace saddlescope::store {
 namespace {
-
-std::string this_host() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // A reader's message without the "<run_dir>/<file>: " or "<run_dir>: " its reader put first
 // (describe() names the run and file).
@@ -71,9 +54,8 @@ std::string stale_reason(const RunManifest& m) {
   if (m.process->host == this_host())
     return fmt::format("status running, but no process holds its lock (pid {} on this host is gone){}", m.process->pid,
                        hint);
-  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return fmt::format("status running, but the last heartbeat of pid {} on {} was {:.0f} s ago{}", m.process->pid,
-                     m.process->host, now - m.process->heartbeat_unix, hint);
+                     m.process->host, unix_now() - m.process->heartbeat_unix, hint);
 }
 
 // The problems of one readable run directory's files, as its manifest describes them.

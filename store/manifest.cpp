@@ -1,6 +1,10 @@
 #include "saddlescope/store/manifest.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -84,6 +88,24 @@ constexpr const char* kKnownKeys[] = {
     "steps_per_s", "diverged_at_step", "final_loss", "evaluation", "checkpoint_step", "resumes"};
 
 }  // namespace
+
+std::string this_host() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 const char* status_name(RunStatus s) { return kStatusNames[static_cast<int>(s)]; }
 

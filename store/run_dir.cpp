@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -22,12 +21,6 @@ namespace {
 
 std::string lock_path(const std::string& study_dir, const std::string& run_id) {
   return (fs::path(study_dir) / "runs" / ("." + run_id + ".lock")).string();
-}
-
-std::string this_host() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
 }
 
 // The pid written in a lock file by its holder, or "" when unreadable.
@@ -191,8 +184,7 @@ RunStatus RunDir::state() const {
   fs::path runs = fs::path(path_).lexically_normal().parent_path();
   if (manifest_.process->host == this_host())
     return RunLock::held(runs.parent_path().string(), manifest_.run_id) ? RunStatus::kRunning : RunStatus::kStale;
-  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return now - manifest_.process->heartbeat_unix > kStaleAfterSeconds ? RunStatus::kStale : RunStatus::kRunning;
+  return unix_now() - manifest_.process->heartbeat_unix > kStaleAfterSeconds ? RunStatus::kStale : RunStatus::kRunning;
 }
 
 Status RunDir::check_version(const char* entry, int version) const {

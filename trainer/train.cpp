@@ -219,7 +219,7 @@ store::RunManifest new_manifest(const RunConfig& cfg, const std::string& run_id,
   m.execution = applied;
   m.perturbation_applied = perturbed;
   m.fingerprint = environment_fingerprint();
-  m.timings.started = utc_now();
+  m.timings.started = store::utc_now();
   m.files = {{store::kMetrics.file, store::kMetrics.version},
              {store::kSnapshotsEntry, store::kSnapshotsVersion},
              {store::kCheckpointEntry, store::kCheckpointVersion}};

@@ -36,6 +36,12 @@ struct ProcessInfo {
   double heartbeat_unix = 0;    // seconds since the epoch of the last refresh (every log window)
 };
 
+// This machine's name (gethostname), as ProcessInfo::host and the run lock record it.
+std::string this_host();
+// Seconds since the epoch (ProcessInfo::heartbeat_unix), and UTC as "2026-12-03T13:27:45Z" (Timings).
+double unix_now();
+std::string utc_now();
+
 struct Evaluation {
   std::string split;            // test | train (when the data has no test split)
   double mse = 0;               // mean squared error per pixel (per target for linear)

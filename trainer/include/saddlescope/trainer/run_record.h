@@ -38,9 +38,4 @@ class RunRecord {
   double last_write_ = 0;
 };
 
-// "2026-12-03T13:27:45Z".
-std::string utc_now();
-// Seconds since the epoch.
-double unix_now();
-
 }  // namespace saddlescope::trainer
