@@ -9,6 +9,7 @@
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/snapshot.h"
 
 namespace fs = std::filesystem;
 
@@ -16,18 +17,6 @@ namespace saddlescope::trainer {
 namespace {
 
 constexpr const char* kFormat = "saddlescope.checkpoint";
-
-Status write_tensor(const std::string& path, const torch::Tensor& t) {
-  torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-  store::Dtype dtype;
-  switch (c.scalar_type()) {
-    case torch::kFloat32: dtype = store::Dtype::kFloat32; break;
-    case torch::kFloat64: dtype = store::Dtype::kFloat64; break;
-    case torch::kUInt8: dtype = store::Dtype::kUInt8; break;
-    default: return Status::Error(path + ": cannot checkpoint a tensor of type " + std::string(c10::toString(c.scalar_type())));
-  }
-  return store::write_npy(path, dtype, std::vector<int64_t>(c.sizes().begin(), c.sizes().end()), c.data_ptr());
-}
 
 torch::Tensor to_tensor(const store::NpyArray& a) {
   torch::Dtype dt = a.dtype == store::Dtype::kFloat64 ? torch::kFloat64

@@ -12,15 +12,20 @@
 namespace fs = std::filesystem;
 
 namespace saddlescope::trainer {
-namespace {
 
 Status write_tensor(const std::string& path, const torch::Tensor& t) {
   torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-  store::Dtype dtype = c.scalar_type() == torch::kFloat64 ? store::Dtype::kFloat64 : store::Dtype::kFloat32;
-  SADDLESCOPE_CHECK(c.scalar_type() == torch::kFloat64 || c.scalar_type() == torch::kFloat32);
-  std::vector<int64_t> shape(c.sizes().begin(), c.sizes().end());
-  return store::write_npy(path, dtype, shape, c.data_ptr());
+  store::Dtype dtype;
+  switch (c.scalar_type()) {
+    case torch::kFloat32: dtype = store::Dtype::kFloat32; break;
+    case torch::kFloat64: dtype = store::Dtype::kFloat64; break;
+    case torch::kUInt8: dtype = store::Dtype::kUInt8; break;
+    default: return Status::Error(path + ": cannot store a tensor of type " + std::string(c10::toString(c.scalar_type())));
+  }
+  return store::write_npy(path, dtype, std::vector<int64_t>(c.sizes().begin(), c.sizes().end()), c.data_ptr());
 }
+
+namespace {
 
 template <class Dims>
 std::string shape_str(const Dims& dims) {

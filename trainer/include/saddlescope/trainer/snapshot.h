@@ -17,6 +17,10 @@ namespace saddlescope::trainer {
 
 using NamedTensors = torch::OrderedDict<std::string, torch::Tensor>;
 
+// Writes `t` (float32, float64 or uint8; on any device: copied to the host) to `path` as .npy,
+// atomically. Errors name the file: another element type, a failed write.
+Status write_tensor(const std::string& path, const torch::Tensor& t);
+
 // Writes every parameter (and its gradient when `with_grads` and defined) of `params` into `dir`
 // (store::snapshot_dir), all or nothing (store::AtomicDir). Copies from the device (a
 // synchronisation): call at snapshot steps only. Errors name the file.
