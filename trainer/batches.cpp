@@ -100,13 +100,15 @@ void Batches::skip(int64_t examples) {
 
 torch::Tensor Batches::probe_set(int64_t n) const {
   if (!order_) return frames_to_input(data_.sequences->batch(int64_t{1} << 40, n)).to(device_, dtype_);
-  n = probe_set_size(n);
+  n = probe_set_size(data_, n);
   auto gen = at::detail::createCPUGenerator(kProbeSeed);
   torch::Tensor rows = torch::randperm(train_x_.size(0), gen, torch::kInt64).narrow(0, 0, n);
   return train_x_.index_select(0, rows.to(device_));
 }
 
-int64_t Batches::probe_set_size(int64_t n) const { return order_ ? std::min(n, train_x_.size(0)) : n; }
+int64_t probe_set_size(const Dataset& data, int64_t n) {
+  return data.sequences ? n : std::min(n, data.train.size(0));
+}
 
 torch::Tensor Batches::train_mean() const { return order_ ? train_x_.mean(0) : torch::Tensor(); }
 

@@ -290,7 +290,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   int64_t resume_from = checkpoint ? checkpoint->step : -1;
 
   int64_t probe_asked = probe_examples_needed(specs);
-  int64_t probe_used = Batches(*data, 0, torch::kCPU, torch::kFloat32).probe_set_size(probe_asked);
+  int64_t probe_used = probe_set_size(*data, probe_asked);
   store::RunManifest manifest = new_manifest(cfg, run_id, *data, *applied, perturbed, specs, probe_asked, probe_used);
   if (previous) {
     // A resumed run keeps its history: when it started, the time spent so far, its checkpoint.

@@ -20,6 +20,10 @@ namespace saddlescope::trainer {
 
 class ExampleOrder;
 
+// How many examples a probe set of `n` holds for `data`: at most its training rows; any number of
+// generated sequences.
+int64_t probe_set_size(const Dataset& data, int64_t n);
+
 class Batches {
  public:
   // Batches of `data` in the order of `seed`, on `device` in `dtype`. REQUIRES: `data` outlives this.
@@ -34,8 +38,6 @@ class Batches {
   // `n` examples drawn once from their own seed (rows; at most all of them), or sequences far beyond
   // any training index: the same for every run of a dataset, whatever the training order.
   torch::Tensor probe_set(int64_t n) const;
-  // How many examples probe_set(n) holds.
-  int64_t probe_set_size(int64_t n) const;
 
   // The mean training example (the autoencoder's baseline), or undefined.
   torch::Tensor train_mean() const;
