@@ -1,5 +1,4 @@
 // saddlescope train: one instrumented training run from flags and/or a TOML file.
-#include <filesystem>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +21,7 @@ Result<trainer::RunConfig> resume_config(const std::string& run_dir) {
   if (!run) return run.status();
   trainer::ConfigBuilder builder;
   nlohmann::json config = run->manifest().config;
-  config["out"] = std::filesystem::path(run_dir).lexically_normal().parent_path().parent_path().string();
+  config["out"] = run->study_dir();
   SADDLESCOPE_RETURN_IF_ERROR(builder.load_json(config, run_dir + "/manifest.json"));
   return builder.resolve();
 }

@@ -178,12 +178,15 @@ Result<RunDir> RunDir::open(const std::string& path) {
   return RunDir(clean, std::move(*m));
 }
 
+std::string RunDir::study_dir() const {
+  return fs::path(path_).lexically_normal().parent_path().parent_path().string();  // path_ has no trailing '/'
+}
+
 RunStatus RunDir::state() const {
   if (manifest_.status != RunStatus::kRunning) return manifest_.status;
   if (!manifest_.process) return RunStatus::kStale;
-  fs::path runs = fs::path(path_).lexically_normal().parent_path();
   if (manifest_.process->host == this_host())
-    return RunLock::held(runs.parent_path().string(), manifest_.run_id) ? RunStatus::kRunning : RunStatus::kStale;
+    return RunLock::held(study_dir(), manifest_.run_id) ? RunStatus::kRunning : RunStatus::kStale;
   return unix_now() - manifest_.process->heartbeat_unix > kStaleAfterSeconds ? RunStatus::kStale : RunStatus::kRunning;
 }
 

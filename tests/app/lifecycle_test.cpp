@@ -165,8 +165,9 @@ TEST(Lifecycle, SigtermStopsAtAStepBoundaryAndTheRunResumes) {
   EXPECT_EQ(m->checkpoint_step, m->steps_completed) << "a checkpoint where it stopped";
   EXPECT_FALSE(m->process);
   EXPECT_EQ(lines(r + "/metrics.csv").size(), static_cast<size_t>(m->steps_completed + 1)) << "every step written";
-  Output resumed = run("train --resume " + r);
+  Output resumed = run("train --resume " + r + "/");  // a trailing '/' (shell completion) names the same run
   ASSERT_EQ(resumed.code, 0) << resumed.text;
+  EXPECT_FALSE(fs::exists(out + "/runs/catalog.sqlite")) << "the study is two levels up, not one";
   expect_same_run(only_run(dir.file("ref")), r);
   testing::expect_error("train --resume " + r, r + ": the run has ended (completed); nothing to resume");
 }

@@ -105,6 +105,8 @@ class RunDir {
   const std::string& path() const { return path_; }
   const RunManifest& manifest() const { return manifest_; }
   const std::string& id() const { return manifest_.run_id; }
+  // The study directory holding the run (<study>/runs/<run-id>).
+  std::string study_dir() const;
 
   // The status to believe: the manifest's, except that a running run whose writer is gone is kStale —
   // on the writer's host when no process holds the run's lock, elsewhere when its heartbeat is older
