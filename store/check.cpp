@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "saddlescope/base/text.h"
 #include "catalog_schema.h"
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/catalog.h"
@@ -28,10 +29,8 @@ std::string relative(const std::string& message, const std::string& run_dir, con
 // A temporary of a writer: ".<name>.tmp" (AtomicDir), "<name>.tmp.<pid>" (write_file_atomic and the
 // catalogue's rebuild), "<file>.resume" (TableWriter::resume).
 bool is_temporary(const std::string& name) {
-  auto ends_with = [&](const std::string& s) {
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
-  return (name[0] == '.' && ends_with(".tmp")) || name.find(".tmp.") != std::string::npos || ends_with(".resume");
+  return (name[0] == '.' && ends_with(name, ".tmp")) || name.find(".tmp.") != std::string::npos ||
+         ends_with(name, ".resume");
 }
 
 // Temporaries below `dir`, relative to it, sorted.

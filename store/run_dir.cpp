@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "saddlescope/base/text.h"
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/sha256.h"
@@ -237,10 +238,7 @@ Result<Snapshot> read_snapshot_files(const std::string& dir, bool grads) {
   for (const auto& p : files) {
     std::string name = p.filename().string();
     const std::string suffix = grads ? ".grad.npy" : ".npy";
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    bool is_grad = name.size() > 9 && name.compare(name.size() - 9, 9, ".grad.npy") == 0;
-    if (is_grad != grads) continue;
+    if (!ends_with(name, suffix) || name.size() == suffix.size() || ends_with(name, ".grad.npy") != grads) continue;
     auto a = read_npy(p.string());
     if (!a) return a.status();
     s.emplace(name.substr(0, name.size() - suffix.size()), std::move(*a));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "saddlescope/base/text.h"
 #include "catalog_schema.h"
 #include "saddlescope/store/csv.h"
 
@@ -47,7 +48,7 @@ Result<std::string> select_from(const RunDir& run, const Table<Row>& table,
 }  // namespace
 
 Result<std::string> select_columns(const RunDir& run, const std::string& file, const std::vector<std::string>& columns) {
-  std::string want = file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0 ? file : file + ".csv";
+  std::string want = ends_with(file, ".csv") ? file : file + ".csv";
   std::optional<Result<std::string>> out;
   std::string tables;
   for_each_table([&](const auto& table, auto reader) {

@@ -18,6 +18,11 @@ inline std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
+// Whether `s` ends with `suffix` (C++17 has no std::string::ends_with).
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // A whole decimal integer: false for "", "12x", "1.5" or a value outside int64.
 inline bool parse_int(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
