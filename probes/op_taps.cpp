@@ -174,10 +174,7 @@ Result<std::shared_ptr<OpTaps>> OpTaps::create(const std::vector<ProbeSpec>& spe
       m.index[m.ops[i].name] = i;
     }
     m.run_dir = run_dir;
-    auto csv = resume_from < 0 ? store::TableWriter<store::OpRow>::create(run_dir, store::kOps)
-                               : store::TableWriter<store::OpRow>::resume(run_dir, store::kOps, [&](const store::OpRow& r) {
-                                   return r.step < resume_from;
-                                 });
+    auto csv = store::TableWriter<store::OpRow>::open(run_dir, store::kOps, resume_from);
     if (!csv) return csv.status();
     m.csv.emplace(std::move(*csv));
   }

@@ -214,14 +214,6 @@ class SymmetryProbe : public Probe {
   store::TableWriter<store::SymmetryRow> csv_;
 };
 
-// A table's writer: a fresh file, or (resume_from >= 0) the file's rows of steps before resume_from.
-template <class Row>
-Result<store::TableWriter<Row>> open_table(const std::string& run_dir, const store::Table<Row>& table,
-                                           int64_t resume_from) {
-  if (resume_from < 0) return store::TableWriter<Row>::create(run_dir, table);
-  return store::TableWriter<Row>::resume(run_dir, table, [resume_from](const Row& r) { return r.step < resume_from; });
-}
-
 }  // namespace
 
 ProbeSet::ProbeSet() = default;
@@ -248,13 +240,13 @@ Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n
   ProbeSet set;
   for (const auto& spec : specs) {
     if (spec.name == "curvature") {
-      auto csv = open_table(run_dir, store::kCurvature, resume_from);
+      auto csv = store::TableWriter<store::CurvatureRow>::open(run_dir, store::kCurvature, resume_from);
       if (!csv) return csv.status();
-      auto eigen = open_table(run_dir, store::kCurvatureEigen, resume_from);
+      auto eigen = store::TableWriter<store::CurvatureEigenRow>::open(run_dir, store::kCurvatureEigen, resume_from);
       if (!eigen) return eigen.status();
       set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen)));
     } else if (spec.name == "symmetry") {
-      auto csv = open_table(run_dir, store::kSymmetry, resume_from);
+      auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
       if (!csv) return csv.status();
       set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
     }

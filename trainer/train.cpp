@@ -111,9 +111,7 @@ Status train_loop(Loop& L, TrainResult* result) {
     batches.skip(start * cfg.batch_size);
     L.resume.reset();  // its tensors are in the model now
   }
-  auto metrics = start == 0 ? store::TableWriter<store::MetricsRow>::create(L.record.dir(), store::kMetrics)
-                            : store::TableWriter<store::MetricsRow>::resume(
-                                  L.record.dir(), store::kMetrics, [&](const store::MetricsRow& r) { return r.step < start; });
+  auto metrics = store::TableWriter<store::MetricsRow>::open(L.record.dir(), store::kMetrics, start > 0 ? start : -1);
   if (!metrics) return metrics.status();
   MetricWindow window(cfg, device, start, L.kept_metrics);
 

@@ -165,7 +165,7 @@ TEST(Table, ATornLastRowIsNotReadAndAResumeDropsLaterRows) {
   auto rows = read_table(dir.path(), kMetrics);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   EXPECT_EQ(rows->size(), 3u) << "the torn row of a killed writer is not a row";
-  auto w = TableWriter<MetricsRow>::resume(dir.path(), kMetrics, [](const MetricsRow& r) { return r.step < 2; });
+  auto w = TableWriter<MetricsRow>::resume(dir.path(), kMetrics, 2);
   ASSERT_TRUE(w.ok()) << w.status().message();
   w->append(metrics_row(2, 5));
   ASSERT_TRUE(w->flush().ok());

@@ -54,18 +54,18 @@ class TableWriter {
     return TableWriter(table, std::move(*csv));
   }
 
-  // Reopens <run_dir>/<table.file> for a resumed run: keeps the header and the rows that `keep`
-  // accepts (rows written after the checkpoint the run resumes from are dropped, and so is a torn
-  // last line), rewritten atomically, then appends. A missing file is created. Errors name the file.
-  template <class Keep>
-  static Result<TableWriter> resume(const std::string& run_dir, const Table<Row>& table, Keep keep) {
+  // Reopens <run_dir>/<table.file> for a run resumed before step `before_step`: keeps the header and
+  // the rows of earlier steps (rows written after the checkpoint the run resumes from are dropped, and
+  // so is a torn last line), rewritten atomically, then appends. A missing file is created. Errors
+  // name the file. REQUIRES: Row has a `step`.
+  static Result<TableWriter> resume(const std::string& run_dir, const Table<Row>& table, int64_t before_step) {
     std::string path = run_dir + "/" + table.file;
     std::vector<Row> kept;
     if (file_exists(path)) {
       auto rows = read_table(run_dir, table);
       if (!rows) return rows.status();
       for (const Row& r : *rows)
-        if (keep(r)) kept.push_back(r);
+        if (r.step < before_step) kept.push_back(r);
     }
     auto csv = CsvWriter::create(path + ".resume", table.names());
     if (!csv) return csv.status();
@@ -74,6 +74,11 @@ class TableWriter {
     SADDLESCOPE_RETURN_IF_ERROR(w.csv_.flush());
     SADDLESCOPE_RETURN_IF_ERROR(w.csv_.rename_to(path));
     return w;
+  }
+
+  // A run's table: created afresh when `resume_from` < 0, else resume(run_dir, table, resume_from).
+  static Result<TableWriter> open(const std::string& run_dir, const Table<Row>& table, int64_t resume_from) {
+    return resume_from < 0 ? create(run_dir, table) : resume(run_dir, table, resume_from);
   }
 
   void append(const Row& r) {
