@@ -8,6 +8,13 @@
 
 #include <CLI/App.hpp>
 
+#include "saddlescope/base/status.h"
+
+namespace saddlescope::trainer {
+struct RunConfig;
+struct TrainResult;
+}  // namespace saddlescope::trainer
+
 namespace saddlescope::app {
 
 struct Command {
@@ -24,8 +31,13 @@ Command add_reference(CLI::App& app);
 Command add_curvature(CLI::App& app);
 Command add_ops(CLI::App& app);
 Command add_store(CLI::App& app);
+Command add_study(CLI::App& app);
 
 // Prints "saddlescope: <message>" on stderr and returns 1: the one way commands report errors.
 int fail(const std::string& message);
+
+// Prints a training's outcome (run directory, status, loss, evaluation) as `train` does and returns
+// the exit status: 0 completed or diverged, 128+N interrupted by signal N, 1 an error (printed).
+int print_train_result(const trainer::RunConfig& cfg, const Result<trainer::TrainResult>& r);
 
 }  // namespace saddlescope::app

@@ -28,6 +28,26 @@ Result<trainer::RunConfig> resume_config(const std::string& run_dir) {
 
 }  // namespace
 
+int print_train_result(const trainer::RunConfig& cfg, const Result<trainer::TrainResult>& r) {
+  if (!r) return fail(r.status().message());
+  fmt::print("run      {}\n", r->run_dir);
+  if (r->stop_signal) {
+    fmt::print("status   interrupted by {} after {} steps; continue with: saddlescope train --resume {}\n",
+               trainer::signal_name(r->stop_signal), r->steps_completed, r->run_dir);
+    return 128 + r->stop_signal;  // the shell's convention for a process ended by that signal
+  }
+  if (r->diverged_at_step) {
+    fmt::print("status   diverged: loss not finite at step {} (of {})\n", *r->diverged_at_step, cfg.steps);
+    return 0;
+  }
+  fmt::print("status   completed {} steps in {:.1f} s ({:.0f} steps/s)\n", r->steps_completed, r->train_s,
+             r->steps_completed / std::max(r->train_s, 1e-9));
+  fmt::print("train    loss {:.6f} (mean of the last {} steps)\n", r->final_loss, std::min(cfg.log_every, cfg.steps));
+  fmt::print("{:<8} MSE {:.6f}; {} baseline {:.6f} (model/baseline = {:.3f})\n", r->eval_split, *r->eval_mse,
+             r->baseline, *r->baseline_mse, *r->eval_mse / *r->baseline_mse);
+  return 0;
+}
+
 Command add_train(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("train", "Train a model and write a run directory");
   auto flags = std::make_shared<RunFlags>(sub);
@@ -52,25 +72,7 @@ Command add_train(CLI::App& app) {
       cfg = flags->resolve();
     }
     if (!cfg) return fail(cfg.status().message());
-    auto r = trainer::train(*cfg, options);
-    if (!r) return fail(r.status().message());
-    fmt::print("run      {}\n", r->run_dir);
-    if (r->stop_signal) {
-      fmt::print("status   interrupted by {} after {} steps; continue with: saddlescope train --resume {}\n",
-                 trainer::signal_name(r->stop_signal), r->steps_completed, r->run_dir);
-      return 128 + r->stop_signal;  // the shell's convention for a process ended by that signal
-    }
-    if (r->diverged_at_step) {
-      fmt::print("status   diverged: loss not finite at step {} (of {})\n", *r->diverged_at_step, cfg->steps);
-      return 0;
-    }
-    fmt::print("status   completed {} steps in {:.1f} s ({:.0f} steps/s)\n", r->steps_completed, r->train_s,
-               r->steps_completed / std::max(r->train_s, 1e-9));
-    fmt::print("train    loss {:.6f} (mean of the last {} steps)\n", r->final_loss,
-               std::min(cfg->log_every, cfg->steps));
-    fmt::print("{:<8} MSE {:.6f}; {} baseline {:.6f} (model/baseline = {:.3f})\n", r->eval_split, *r->eval_mse,
-               r->baseline, *r->baseline_mse, *r->eval_mse / *r->baseline_mse);
-    return 0;
+    return print_train_result(*cfg, trainer::train(*cfg, options));
   };
   return {sub, run};
 }

@@ -1,5 +1,6 @@
 #include "saddlescope/trainer/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -431,25 +432,65 @@ Status ConfigBuilder::set_flag(const std::string& key, const std::string& text) 
   return Status::Ok();
 }
 
+namespace {
+
+// Value from JSON of exactly the key's type (JSON's own conversions would turn 1.5 into an integer).
+bool parse_json(Kind kind, const nlohmann::json& j, Value* v) {
+  auto all = [&](auto is) { return j.is_array() && std::all_of(j.begin(), j.end(), is); };
+  switch (kind) {
+    case Kind::kInt:
+      if (!j.is_number_integer()) return false;
+      v->i = j.get<int64_t>();
+      return true;
+    case Kind::kDouble:
+      if (!j.is_number()) return false;
+      v->d = j.get<double>();
+      return true;
+    case Kind::kString:
+      if (!j.is_string()) return false;
+      v->s = j.get<std::string>();
+      return true;
+    case Kind::kBool:
+      if (!j.is_boolean()) return false;
+      v->b = j.get<bool>();
+      return true;
+    case Kind::kIntList:
+      if (!all([](const nlohmann::json& e) { return e.is_number_integer(); })) return false;
+      v->list = j.get<std::vector<int64_t>>();
+      return true;
+    case Kind::kDoubleList:
+      if (!all([](const nlohmann::json& e) { return e.is_number(); })) return false;
+      v->doubles = j.get<std::vector<double>>();
+      return true;
+    case Kind::kStringList:
+      if (!all([](const nlohmann::json& e) { return e.is_string(); })) return false;
+      v->strings = j.get<std::vector<std::string>>();
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status ConfigBuilder::set_value(const std::string& key, const nlohmann::json& j, const std::string& where) {
+  const Key* k = find_key(key);
+  if (!k) return Status::Error(where + ": unknown key '" + key + "'");
+  Value v;
+  if (!parse_json(k->kind, j, &v)) return Status::Error(where + ": " + k->name + " must be " + kind_name(k->kind));
+  std::string why = k->set(cfg_, v);
+  if (!why.empty()) return Status::Error(where + ": " + k->name + " " + why);
+  origin_[k->name] = where;
+  return Status::Ok();
+}
+
 Status ConfigBuilder::load_json(const nlohmann::json& config, const std::string& origin) {
   if (!config.is_object()) return Status::Error(origin + ": config must be a JSON object");
   for (const auto& [name, j] : config.items()) {
     const Key* k = find_key(name);
     if (!k) return Status::Error(origin + ": config." + name + " is not a config key of this saddlescope");
     Value v;
-    try {
-      switch (k->kind) {
-        case Kind::kInt: v.i = j.get<int64_t>(); break;
-        case Kind::kDouble: v.d = j.get<double>(); break;
-        case Kind::kString: v.s = j.get<std::string>(); break;
-        case Kind::kBool: v.b = j.get<bool>(); break;
-        case Kind::kIntList: v.list = j.get<std::vector<int64_t>>(); break;
-        case Kind::kDoubleList: v.doubles = j.get<std::vector<double>>(); break;
-        case Kind::kStringList: v.strings = j.get<std::vector<std::string>>(); break;
-      }
-    } catch (const nlohmann::json::exception&) {
+    if (!parse_json(k->kind, j, &v))
       return Status::Error(origin + ": config." + name + " must be " + kind_name(k->kind) + ", got " + j.dump());
-    }
     std::string why = k->set(cfg_, v);
     if (!why.empty()) return Status::Error(origin + ": config." + name + " " + why);
     origin_[k->name] = origin + ": config." + name;

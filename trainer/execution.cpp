@@ -47,6 +47,10 @@ bool keep_freed_memory() {
 
 }  // namespace
 
+int cuda_device_count() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
 Result<nlohmann::json> apply_execution(const ExecutionConfig& e) {
   SADDLESCOPE_RETURN_IF_ERROR(check_device(e.device));
   at::Context& ctx = at::globalContext();

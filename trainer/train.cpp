@@ -296,7 +296,9 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     manifest.checkpoint_step = previous->checkpoint_step;
     manifest.resumes = previous->resumes + 1;
     manifest.perturbation_applied = previous->perturbation_applied;
+    if (previous->extra.contains("study")) manifest.extra["study"] = previous->extra["study"];
   }
+  if (!options.study.is_null()) manifest.extra["study"] = options.study;
   RunRecord record(dir, std::move(manifest));
   SADDLESCOPE_RETURN_IF_ERROR(record.start());
   index_run(cfg.out, dir);  // listed as running while it runs

@@ -122,6 +122,9 @@ class ConfigBuilder {
   // Sets every key of `config` (a manifest's "config": flat, key -> JSON value), as a resumed run does.
   // Same checks as the file; errors name `origin` and the key.
   Status load_json(const nlohmann::json& config, const std::string& origin);
+  // Sets `key` from a JSON value as a study file's table holds it (study/study.h): `where` is its
+  // "file:line". Same checks and messages as load_toml: an integer key takes only integers.
+  Status set_value(const std::string& key, const nlohmann::json& value, const std::string& where);
   // Sets `key` from a flag's text (origin "--key"). Same checks as the file.
   Status set_flag(const std::string& key, const std::string& text);
   // Applies defaults (data_dir, threads, data_seed, cublas_workspace) and cross-field checks (CUDA-only

@@ -19,6 +19,8 @@ struct ExecutionConfig;
 // applying, for the manifest.
 Result<nlohmann::json> apply_execution(const ExecutionConfig& e);
 
+// The CUDA devices this process can use: 0 on a machine without them or a LibTorch without CUDA.
+int cuda_device_count();
 // Sets LibTorch's intra-op threads and, when the BLAS is OpenBLAS, its threads to `n`.
 void set_threads(int n);
 

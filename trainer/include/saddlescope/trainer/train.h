@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "saddlescope/base/status.h"
 #include "saddlescope/store/manifest.h"
@@ -20,6 +20,9 @@ struct TrainOptions {
   std::FILE* progress = stdout;  // progress bar / lines; nullptr for silence
   bool resume = false;           // continue the run in resume_dir from its checkpoint (cfg is its config)
   std::string resume_dir;
+  // A run of a study: the manifest's "study" (name, task, model, config, seed, how it shared its GPU),
+  // written at every start and resume. Null otherwise (a resumed run keeps what it had).
+  nlohmann::json study;
 };
 
 struct TrainResult {

@@ -1,0 +1,89 @@
+// Packing runs onto a host: disjoint cores as wide as each run's threads, GPU slots spread over the
+// GPUs, and the estimate of a whole study's wall time from the same packing.
+#include <gtest/gtest.h>
+
+#include "saddlescope/study/estimate.h"
+#include "saddlescope/study/schedule.h"
+
+namespace saddlescope::study {
+namespace {
+
+TEST(Slots, CpuRunsGetDisjointCoresAsWideAsTheirThreads) {
+  Slots s(HostSlots{{4, 5, 6, 7}, {}, 1, 0});
+  auto a = s.take({2, false, -1});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->cores, (std::vector<int>{4, 5}));  // the cores' own numbers
+  auto b = s.take({1, false, -1});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->cores, (std::vector<int>{6}));
+  EXPECT_FALSE(s.take({2, false, -1})) << "one core is left";
+  EXPECT_TRUE(s.take({1, false, -1}));
+  s.give_back(*a);
+  auto c = s.take({2, false, -1});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cores, (std::vector<int>{4, 5}));
+  // A run wider than the host runs alone on every core.
+  Slots one(HostSlots{{0, 1}, {}, 1, 0});
+  auto wide = one.take({16, false, -1});
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->cores.size(), 2u);
+}
+
+TEST(Slots, GpuRunsSpreadOverGpusBeforeSharingOne) {
+  Slots s(HostSlots{{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}, 2, 0});
+  std::vector<int> gpus;
+  std::vector<Grant> grants;
+  for (int i = 0; i < 4; ++i) {
+    auto g = s.take({1, true, -1});
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->cores.size(), 1u) << "a GPU run counts one core for its host thread";
+    gpus.push_back(g->gpu);
+    grants.push_back(*g);
+  }
+  EXPECT_EQ(gpus, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_FALSE(s.take({1, true, -1})) << "2 runs per GPU";
+  EXPECT_TRUE(s.take({4, false, -1})) << "CPU runs use the cores left";
+  s.give_back(grants[1]);
+  auto named = s.take({1, true, 1});
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->gpu, 1);
+}
+
+TEST(Slots, WhatCannotRunHereAndTheJobsCap) {
+  Slots cpu_only(HostSlots{{0, 1}, {}, 1, 0});
+  EXPECT_FALSE(cpu_only.possible({1, true, -1}));
+  EXPECT_TRUE(cpu_only.possible({8, false, -1}));
+  Slots two(HostSlots{{0, 1}, {0, 1}, 1, 0});
+  EXPECT_FALSE(two.possible({1, true, 2})) << "no GPU 2";
+  Slots capped(HostSlots{{0, 1, 2, 3}, {}, 1, 2});
+  EXPECT_TRUE(capped.take({1, false, -1}));
+  EXPECT_TRUE(capped.take({1, false, -1}));
+  EXPECT_FALSE(capped.take({1, false, -1})) << "--jobs 2";
+}
+
+}  // namespace
+}  // namespace saddlescope::study
+
+namespace saddlescope::study {
+namespace {
+
+StudyRun cpu_run(int64_t threads) {
+  StudyRun r;
+  r.cfg.execution.threads = threads;
+  return r;
+}
+
+TEST(Simulate, PacksRunsAsTheRunnerDoes) {
+  Study s;
+  s.runs = {cpu_run(1), cpu_run(1), cpu_run(2)};
+  std::vector<Estimate> e = {{10, "a"}, {10, "b"}, {5, "c"}};
+  // The 2-thread run first, alone on both cores (5 s), then the two 1-thread runs side by side (10 s).
+  EXPECT_DOUBLE_EQ(simulate(s, e, HostSlots{{0, 1}, {}, 1, 0}), 15);
+  EXPECT_DOUBLE_EQ(simulate(s, e, HostSlots{{0}, {}, 1, 0}), 25);
+  // A run of unknown cost counts as the mean of the known ones; finished runs (no estimate) not at all.
+  e = {{10, "a"}, {0, "unknown: x"}, {0, ""}};
+  EXPECT_DOUBLE_EQ(simulate(s, e, HostSlots{{0}, {}, 1, 0}), 20);
+}
+
+}  // namespace
+}  // namespace saddlescope::study
