@@ -13,9 +13,11 @@
 #include "commands.h"
 #include "saddlescope/base/progress.h"
 #include "saddlescope/base/text.h"
+#include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/study/estimate.h"
 #include "saddlescope/study/runner.h"
+#include "saddlescope/study/slurm.h"
 #include "saddlescope/study/status.h"
 #include "saddlescope/study/study.h"
 #include "saddlescope/trainer/execution.h"
@@ -93,6 +95,42 @@ int run_command(const std::string& file, const std::string& out_flag, const stud
   return r->failed ? 1 : 0;
 }
 
+// The sbatch command as one line a user could paste (for --dry-run): arguments quoted when needed.
+std::string shell_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& a : argv) {
+    bool plain = !a.empty() && a.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-=.,/:%") == std::string::npos;
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += (line.empty() ? "" : " ") + (plain ? a : q + "'");
+  }
+  return line;
+}
+
+int slurm_command(const std::string& file, const std::string& out_flag, const study::SlurmOptions& options,
+                  bool dry_run) {
+  auto s = load(file, out_flag);
+  if (!s) return fail(s.status().message());
+  const std::string out = s->runs.front().cfg.out;
+  auto jobs = study::plan_slurm(*s, out, options);
+  if (!jobs) return fail(jobs.status().message());
+  if (jobs->empty()) {
+    fmt::print("study {}: every run in {} has finished; nothing to submit\n", s->name, out);
+    return 0;
+  }
+  if (dry_run) {
+    for (const auto& j : *jobs) fmt::print("# {}\n{}\n# {}:\n{}\n", j.group, shell_line(j.sbatch), j.script_path, j.script);
+    return 0;
+  }
+  if (Status w = study::write_study_file(*s, out); !w.ok()) return fail(w.message());
+  if (Status st = study::submit_slurm(&*jobs, out); !st.ok()) return fail(st.message());
+  for (const auto& j : *jobs)
+    fmt::print("submitted job {} ({}, {} run{}: tasks {})\n", j.id, j.group, j.tasks.size(), j.tasks.size() == 1 ? "" : "s",
+               study::array_spec(j.tasks));
+  fmt::print("state    saddlescope study status {}\n", out);
+  return 0;
+}
+
 int status_command(const std::string& dir) {
   auto s = load(dir + "/study.toml", dir);
   if (!s) return fail(s.status().message());
@@ -128,6 +166,23 @@ int status_command(const std::string& dir) {
   row("all", total);
   if (!notes.empty()) fmt::print("\n");
   for (const auto& n : notes) fmt::print("{}\n", n);
+  if (store::file_exists(dir + "/slurm/jobs.json")) {
+    std::string source;
+    auto states = study::slurm_task_states(dir, &source);
+    if (!states) {
+      fmt::print("\nslurm    {}\n", states.status().message());
+    } else {
+      std::map<std::string, int> counts;
+      for (const auto& [task, state] : *states) ++counts[state];
+      std::string line;
+      for (const auto& [state, n] : counts) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", n, state);
+      fmt::print("\nslurm    tasks by state ({}): {}\n", source, line.empty() ? "none known" : line);
+      for (const auto& [task, state] : *states)
+        if (state != "COMPLETED" && state != "PENDING" && state != "RUNNING" && state != "COMPLETING" &&
+            task < static_cast<int64_t>(s->runs.size()))
+          fmt::print("{:<11} task {} {}\n", state, task, s->runs[task].label());
+    }
+  }
   return 0;
 }
 
@@ -210,7 +265,9 @@ int exec_command(const std::string& file, const std::string& out, int64_t task, 
 
 Command add_study(CLI::App& app) {
   struct Args {
-    std::string file, out, gpus, sharing = "auto";
+    std::string file, out, gpus, sharing = "auto", backend = "local";
+    study::SlurmOptions slurm;
+    bool dry_run = false;
     study::HostSlots slots;
     bool require_cuda = false, no_measure = false;
     int64_t task = -1, measure_steps = 0;
@@ -229,6 +286,13 @@ Command add_study(CLI::App& app) {
   run->add_option("--gpu-sharing", a->sharing, "How runs share a GPU: auto (MPS when available and --per-gpu > 1), "
                   "mps, time-slice")->check(CLI::IsMember({"auto", "mps", "time-slice"}));
   run->add_flag("--require-cuda", a->require_cuda, "A CUDA run this host cannot run is an error (default: skipped)");
+  run->add_option("--backend", a->backend, "local: this host; slurm: one sbatch --array job per kind of run")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  run->add_option("--partition", a->slurm.partition, "slurm: the partition");
+  run->add_option("--time", a->slurm.time, "slurm: each task's time limit, as sbatch --time takes it");
+  run->add_option("--gpus-per-run", a->slurm.gpus_per_run, "slurm: GPUs of a CUDA run (default 1)")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--dry-run", a->dry_run, "slurm: print the sbatch commands and scripts; submit nothing");
   run->footer("Exit status: 0 when every run that could run here finished, 1 when one failed (the others still "
               "ran), 128+N when stopped by signal N; run the same command again to continue.");
 
@@ -251,6 +315,12 @@ Command add_study(CLI::App& app) {
       ->check(CLI::PositiveNumber);
 
   auto go = [a, run, plan, status, exec]() -> int {
+    if (run->parsed() && a->backend == "slurm") {
+      a->slurm.self = self_path();
+      return slurm_command(a->file, a->out, a->slurm, a->dry_run);
+    }
+    if (run->parsed() && (a->dry_run || !a->slurm.partition.empty() || !a->slurm.time.empty()))
+      return fail("--dry-run, --partition and --time are for --backend slurm");
     if (run->parsed()) return run_command(a->file, a->out, a->slots, a->gpus, a->sharing, a->require_cuda);
     if (plan->parsed()) return plan_command(a->file, a->out, !a->no_measure);
     if (status->parsed()) return status_command(a->out);

@@ -10,12 +10,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 extern char** environ;
 
 namespace saddlescope {
 
-Status run_process(const std::vector<std::string>& argv, const std::string& cwd) {
+namespace {
+
+// Runs argv; its stdout into `out` when not null (else discarded).
+Status run(const std::vector<std::string>& argv, const std::string& cwd, std::string* out) {
   SADDLESCOPE_CHECK(!argv.empty());
   std::string command;
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
@@ -24,9 +28,17 @@ Status run_process(const std::vector<std::string>& argv, const std::string& cwd)
   int err_fd = mkstemp(err_path);
   if (err_fd < 0) return Status::Error("cannot create a temporary file to run '" + command + "'");
 
+  char out_path[] = "/tmp/saddlescope-stdout-XXXXXX";
+  int out_fd = out ? mkstemp(out_path) : -1;
+  if (out && out_fd < 0) {
+    close(err_fd);
+    std::remove(err_path);
+    return Status::Error("cannot create a temporary file to run '" + command + "'");
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  if (out) posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  else posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -38,6 +50,7 @@ Status run_process(const std::vector<std::string>& argv, const std::string& cwd)
   int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(err_fd);
+  if (out) close(out_fd);
   Status result;
   if (rc != 0) {
     result = Status::Error("cannot run '" + command + "': " + std::strerror(rc));
@@ -55,7 +68,22 @@ Status run_process(const std::vector<std::string>& argv, const std::string& cwd)
     }
   }
   std::remove(err_path);
+  if (out) {
+    std::ifstream in(out_path, std::ios::binary);
+    *out = std::string(std::istreambuf_iterator<char>(in), {});
+    std::remove(out_path);
+  }
   return result;
+}
+
+}  // namespace
+
+Status run_process(const std::vector<std::string>& argv, const std::string& cwd) { return run(argv, cwd, nullptr); }
+
+Result<std::string> run_process_output(const std::vector<std::string>& argv, const std::string& cwd) {
+  std::string out;
+  SADDLESCOPE_RETURN_IF_ERROR(run(argv, cwd, &out));
+  return out;
 }
 
 }  // namespace saddlescope

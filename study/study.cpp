@@ -196,7 +196,9 @@ Result<Study> load_study(const std::string& path, const std::string& out) {
         if (!cfg) return cfg.status();
         for (auto& w : warnings)
           if (warned.insert(w).second) study.warnings.push_back(w);
-        StudyRun run{static_cast<int64_t>(study.runs.size()), m.name, c.name, seed, std::move(*cfg), ""};
+        StudyRun run{static_cast<int64_t>(study.runs.size()), m.name, c.name, seed, std::move(*cfg), "", false};
+        for (const Entries* e : {static_cast<const Entries*>(&base), &m, &c})
+          for (const auto& kv : e->keys) run.threads_set |= kv.first == "threads";
         run.run_id = store::make_run_id(run.cfg.run_prefix(), run.cfg.identity());
         auto [it, fresh] = seen.emplace(run.run_id, run.label());
         if (!fresh)

@@ -87,3 +87,28 @@ TEST(Simulate, PacksRunsAsTheRunnerDoes) {
 
 }  // namespace
 }  // namespace saddlescope::study
+
+#include "saddlescope/study/slurm.h"
+
+namespace saddlescope::study {
+namespace {
+
+TEST(Slurm, ArraySpecsAndTaskStatesAsSacctAndSqueuePrintThem) {
+  EXPECT_EQ(array_spec({0, 1, 2, 3, 7, 9, 10}), "0-3,7,9-10");
+  EXPECT_EQ(array_spec({5}), "5");
+  // sacct: ranges for tasks not yet started next to rows of single tasks (which win); states with a
+  // suffix; squeue's trailing separator.
+  auto s = parse_task_states("12_[0-3,7%2]|PENDING\n12_1|RUNNING\n12_2|CANCELLED by 0\n13_0|COMPLETED|\n"
+                             "garbage\n14_[x]|PENDING\n");
+  using Key = std::pair<std::string, int64_t>;
+  EXPECT_EQ(s.at(Key("12", 0)), "PENDING");
+  EXPECT_EQ(s.at(Key("12", 1)), "RUNNING");
+  EXPECT_EQ(s.at(Key("12", 2)), "CANCELLED");
+  EXPECT_EQ(s.at(Key("12", 7)), "PENDING");
+  EXPECT_EQ(s.count(Key("12", 4)), 0u);
+  EXPECT_EQ(s.at(Key("13", 0)), "COMPLETED");
+  EXPECT_EQ(s.size(), 6u);
+}
+
+}  // namespace
+}  // namespace saddlescope::study

@@ -2,6 +2,7 @@
 // with the study file's line), and every way a study file can be wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "saddlescope/store/run_dir.h"
@@ -133,6 +134,42 @@ TEST(Study, EveryWayAStudyFileCanBeWrongIsOneLineNamingFileAndLine) {
   // Not a regular file, and a file too large to be a study.
   auto d = load_study(dir.path(), dir.file("out"));
   EXPECT_EQ(d.status().message(), dir.path() + ": not a regular file");
+}
+
+}  // namespace
+}  // namespace saddlescope::study
+
+#include "saddlescope/study/slurm.h"
+
+namespace saddlescope::study {
+namespace {
+
+TEST(Slurm, JobsGroupRunsByResourcesAndNeedExplicitThreads) {
+  TempDir dir;
+  auto s = load(dir, "seeds = [1, 2]\n[base]\nmodel = \"linear\"\ndata = \"teacher\"\nthreads = 1\n"
+                     "[configs.a]\nlr = 1e-2\n[configs.b]\nthreads = 2\n[configs.c]\ndevice = \"cuda\"\n");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto jobs = plan_slurm(*s, dir.file("out"), SlurmOptions{"/opt/it's/saddlescope", "gpu", "10", 2});
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ((*jobs)[0].group, "cpu-t1");
+  EXPECT_EQ((*jobs)[0].tasks, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ((*jobs)[1].group, "cpu-t2");
+  EXPECT_EQ((*jobs)[2].group, "cuda-t1");
+  const auto& cuda = (*jobs)[2].sbatch;
+  EXPECT_NE(std::find(cuda.begin(), cuda.end(), "--gpus-per-task=2"), cuda.end());
+  EXPECT_NE(std::find(cuda.begin(), cuda.end(), "--array=4-5"), cuda.end());
+  EXPECT_NE(std::find(cuda.begin(), cuda.end(), "--partition=gpu"), cuda.end());
+  EXPECT_EQ(std::find((*jobs)[0].sbatch.begin(), (*jobs)[0].sbatch.end(), "--gpus-per-task=2"), (*jobs)[0].sbatch.end());
+  // Paths are quoted for the shell, a quote in them included.
+  EXPECT_NE((*jobs)[0].script.find("exec '/opt/it'\\''s/saddlescope' study exec"), std::string::npos) << (*jobs)[0].script;
+
+  auto d = load(dir, "seeds = [1]\n[base]\nmodel = \"linear\"\ndata = \"teacher\"\n");
+  ASSERT_TRUE(d.ok());
+  auto refused = plan_slurm(*d, dir.file("out"), SlurmOptions{"saddlescope", "", "", 1});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), dir.file("s.toml") + ": linear/default/s1 leaves threads to the default, every "
+            "core of the machine that runs it, which is not known here: set threads = N in [base] or its table for Slurm");
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ struct StudyRun {
   int64_t seed = 0;
   trainer::RunConfig cfg;     // resolved; cfg.out is the study directory
   std::string run_id;         // the trainer's: <cfg.run_prefix()>-<hash of the resolved config>
+  bool threads_set = false;   // threads given by the study, not the default (every core of the
+                              // machine that resolves it: on Slurm, not known where the plan is made)
 
   std::string label() const;  // "autoencoder/cpu-t1/s3"
   bool cuda() const;          // device cuda or cuda:N
