@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "saddlescope/base/progress.h"
+#include "saddlescope/base/remove_tree.h"
 #include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/manifest.h"
@@ -112,8 +113,7 @@ class Mps {
     if (run_with_input({"nvidia-cuda-mps-control", "-d"}, "") != 0) {
       ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");
       ::unsetenv("CUDA_MPS_LOG_DIRECTORY");
-      fs::remove_all(dir, ec);
-      return Status::Error("nvidia-cuda-mps-control -d failed (see " + dir + "/log)");
+      return Status::Error("nvidia-cuda-mps-control -d failed (its log: " + dir + "/log)");
     }
     return Mps(dir);
   }
@@ -124,8 +124,7 @@ class Mps {
     run_with_input({"nvidia-cuda-mps-control"}, "quit\n");
     ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");
     ::unsetenv("CUDA_MPS_LOG_DIRECTORY");
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    (void)remove_tree(dir_);  // not std::filesystem::remove_all: LibTorch 2.x exports a broken copy
   }
 
  private:

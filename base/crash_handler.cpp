@@ -1,4 +1,4 @@
-// Linked into every test executable: a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) prints where it
+// Linked into the saddlescope binary and every test executable: a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) prints where it
 // happened before the process dies: the faulting address, the program counter as object+offset
 // (feed it to `addr2line -f -C -e OBJECT OFFSET`) with the nearest exported symbol, and a backtrace.
 // It runs on its own stack, so a stack overflow is reported too.
@@ -33,7 +33,7 @@ void on_crash(int sig, siginfo_t* si, void* context) {
   auto* uc = static_cast<ucontext_t*>(context);
   void* pc = reinterpret_cast<void*>(uc->uc_mcontext.gregs[REG_RIP]);
   void* sp = reinterpret_cast<void*>(uc->uc_mcontext.gregs[REG_RSP]);
-  std::snprintf(line, sizeof line, "\n*** test crashed: %s at address %p (stack pointer %p)\n", strsignal(sig),
+  std::snprintf(line, sizeof line, "\n*** crashed: %s at address %p (stack pointer %p)\n", strsignal(sig),
                 si->si_addr, sp);
   (void)!write(2, line, std::strlen(line));
   describe("pc", pc);
