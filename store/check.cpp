@@ -1,13 +1,11 @@
 #include "saddlescope/store/check.h"
 
-
 #include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "saddlescope/base/text.h"
 #include "catalog_schema.h"
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/catalog.h"
@@ -26,20 +24,13 @@ std::string relative(const std::string& message, const std::string& run_dir, con
   return message;
 }
 
-// A temporary of a writer: ".<name>.tmp" (AtomicDir), "<name>.tmp.<pid>" (write_file_atomic and the
-// catalogue's rebuild), "<file>.resume" (TableWriter::resume).
-bool is_temporary(const std::string& name) {
-  return (name[0] == '.' && ends_with(name, ".tmp")) || name.find(".tmp.") != std::string::npos ||
-         ends_with(name, ".resume");
-}
-
 // Temporaries below `dir`, relative to it, sorted.
 std::vector<std::string> temporaries(const std::string& dir) {
   std::vector<std::string> found;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (!is_temporary(it->path().filename().string())) continue;
+    if (!is_temporary_name(it->path().filename().string())) continue;
     found.push_back(fs::relative(it->path(), dir).string());
     it.disable_recursion_pending();
   }

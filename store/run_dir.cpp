@@ -45,6 +45,11 @@ Status validate_run_id(const std::string& id) {
   return Status::Ok();
 }
 
+bool is_temporary_name(const std::string& name) {
+  return (!name.empty() && name[0] == '.' && ends_with(name, ".tmp")) || name.find(".tmp.") != std::string::npos ||
+         ends_with(name, ".resume");
+}
+
 std::string make_run_id(const std::string& prefix, const std::string& canonical_config) {
   SADDLESCOPE_CHECK(validate_run_id(prefix).ok());
   return prefix + "-" + sha256_hex(canonical_config).substr(0, 8);

@@ -2,11 +2,12 @@
 
 namespace saddlescope::store {
 
-// Column order is file order. A change here is a new version of the file (docs/run-store.md).
+// Column order is file order. A change here is a new version of the file (docs/run-store.md). Columns
+// marked `true` are timings (wall clock): runs that are the same run differ there and only there.
 
 const Table<MetricsRow> kMetrics{"metrics.csv", 1,
     {{"step", &MetricsRow::step}, {"loss", &MetricsRow::loss},
-     {"batch_grad_norm", &MetricsRow::batch_grad_norm}, {"lr", &MetricsRow::lr}, {"wall_s", &MetricsRow::wall_s}}};
+     {"batch_grad_norm", &MetricsRow::batch_grad_norm}, {"lr", &MetricsRow::lr}, {"wall_s", &MetricsRow::wall_s, true}}};
 
 const Table<CurvatureRow> kCurvature{"curvature.csv", 1,
     {{"step", &CurvatureRow::step}, {"probe_loss", &CurvatureRow::probe_loss},
@@ -18,7 +19,7 @@ const Table<CurvatureRow> kCurvature{"curvature.csv", 1,
      {"negative_mass", &CurvatureRow::negative_mass}, {"negative_mass_lower", &CurvatureRow::negative_mass_lower},
      {"negative_mass_upper", &CurvatureRow::negative_mass_upper}, {"g_dot_vmin", &CurvatureRow::g_dot_vmin},
      {"hessian_lipschitz", &CurvatureRow::hessian_lipschitz}, {"hvp_count", &CurvatureRow::hvp_count},
-     {"float64", &CurvatureRow::float64}, {"probe_s", &CurvatureRow::probe_s}}};
+     {"float64", &CurvatureRow::float64}, {"probe_s", &CurvatureRow::probe_s, true}}};
 
 const Table<CurvatureEigenRow> kCurvatureEigen{"curvature_eigen.csv", 1,
     {{"step", &CurvatureEigenRow::step}, {"end", &CurvatureEigenRow::end}, {"index", &CurvatureEigenRow::index},

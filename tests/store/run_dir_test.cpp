@@ -45,6 +45,13 @@ TEST(RunId, StableHashOfTheConfig) {
   EXPECT_TRUE(validate_run_id(a).ok());
 }
 
+TEST(RunDir, TemporaryNamesAreTheWritersOwn) {
+  for (const char* t : {".step-00000010.tmp", "manifest.json.tmp.123", "metrics.csv.resume", "catalog.sqlite.tmp.9"})
+    EXPECT_TRUE(is_temporary_name(t)) << t;
+  for (const char* f : {"step-00000010", "manifest.json", "metrics.csv", "w.npy", "tmp", ".x.lock", ""})
+    EXPECT_FALSE(is_temporary_name(f)) << f;
+}
+
 TEST(RunDir, CreateRefusesAnExistingRunUnlessReplacing) {
   testing::TempDir dir;
   auto first = create_run_dir(dir.path(), "r1", false);

@@ -39,6 +39,11 @@ Status validate_run_id(const std::string& id);
 // REQUIRES: prefix passes validate_run_id.
 std::string make_run_id(const std::string& prefix, const std::string& canonical_config);
 
+// Whether `name` (a file or directory name, no '/') is a writer's temporary, which readers ignore and
+// the next writer (or `store check --repair`) removes: ".<name>.tmp" (AtomicDir), "<name>.tmp.<pid>"
+// (write_file_atomic, the catalogue's rebuild), "<file>.resume" (TableWriter::resume).
+bool is_temporary_name(const std::string& name);
+
 // The exclusive lock a writing process holds on a run for its whole life (flock on
 // <study>/runs/.<run-id>.lock, so the kernel releases it when the process dies, however it dies).
 class RunLock {

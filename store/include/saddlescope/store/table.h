@@ -29,6 +29,7 @@ struct Table {
   struct Column {
     const char* name;
     Member member;
+    bool timing = false;  // a wall-clock measurement: not reproducible, so not part of a run's result
   };
   const char* file;  // file name inside the run directory, e.g. "metrics.csv"
   int version;       // schema version, recorded in the manifest's "files"
