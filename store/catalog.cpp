@@ -86,7 +86,7 @@ Result<Found> inspect(const Db& db) {
   if (v > kCatalogSchemaVersion)
     return Status::Error(db.path() + ": catalogue schema version " + version + ", this saddlescope reads version " +
                          std::to_string(kCatalogSchemaVersion) + " (written by a newer saddlescope: use that one" +
-                         hint.substr(1) + ")");
+                         hint + ")");
   if (v < kCatalogSchemaVersion)
     return Found{false, "schema version " + version + ", this saddlescope writes " +
                             std::to_string(kCatalogSchemaVersion)};
