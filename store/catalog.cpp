@@ -1,20 +1,18 @@
 #include "saddlescope/store/catalog.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 #include "catalog_rows.h"
 #include "catalog_schema.h"
+#include "file_lock.h"
 #include "saddlescope/base/version.h"
 #include "saddlescope/store/run_dir.h"
 #include "sqlite_db.h"
@@ -26,37 +24,15 @@ namespace {
 
 std::string catalog_path(const std::string& study_dir) { return (fs::path(study_dir) / kCatalogFile).string(); }
 
-// The writers' exclusive lock: flock on <study>/.catalog.lock, released by the kernel when the
-// process dies. A side file rather than SQLite's own locking because rebuild_catalog replaces the
-// database file by rename: a writer that had opened the old file would otherwise commit into a
-// file nobody reads any more, and its rows would be lost.
-class CatalogLock {
- public:
-  static Result<CatalogLock> acquire(const std::string& study_dir) {
-    std::string path = (fs::path(study_dir) / kCatalogLockFile).string();
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::Error(path + ": cannot open: " + std::strerror(errno));
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kCatalogLockWaitSeconds);
-    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() > deadline) {
-        ::close(fd);
-        return Status::Error(path + ": another process has been updating the catalogue for more than " +
-                             std::to_string(int(kCatalogLockWaitSeconds)) + " s; try again later");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return CatalogLock(fd);
-  }
-  CatalogLock(CatalogLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  CatalogLock& operator=(CatalogLock&&) = delete;
-  ~CatalogLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit CatalogLock(int fd) : fd_(fd) {}
-  int fd_;
-};
+// The writers' exclusive lock: flock on <study>/.catalog.lock. A side file rather than SQLite's own
+// locking because rebuild_catalog replaces the database file by rename: a writer that had opened the
+// old file would otherwise commit into a file nobody reads any more, and its rows would be lost.
+Result<FileLock> lock_catalogue(const std::string& study_dir) {
+  std::string path = (fs::path(study_dir) / kCatalogLockFile).string();
+  return FileLock::acquire(path, kCatalogLockWaitSeconds,
+                           path + ": another process has been updating the catalogue for more than " +
+                               std::to_string(int(kCatalogLockWaitSeconds)) + " s; try again later");
+}
 
 // What an existing catalogue file is: current, or to be rebuilt (older schema, not readable as a
 // database at all) and why. A newer or foreign catalogue is an error naming the file and version.
@@ -126,7 +102,7 @@ Status write_meta(const Db& db) {
   return Status::Ok();
 }
 
-// REQUIRES: the caller holds the CatalogLock.
+// REQUIRES: the caller holds the catalogue's lock (lock_catalogue).
 Result<int> rebuild_locked(const std::string& study_dir) {
   std::string path = catalog_path(study_dir);
   std::error_code ec;
@@ -202,7 +178,7 @@ std::vector<std::string> list_run_dirs(const std::string& study_dir) {
 Status upsert_run(const std::string& study_dir, const std::string& run_dir) {
   auto dir = run_dir_of_study(study_dir, run_dir);
   if (!dir) return dir.status();
-  auto lock = CatalogLock::acquire(study_dir);
+  auto lock = lock_catalogue(study_dir);
   if (!lock) return lock.status();
   std::string path = catalog_path(study_dir);
   std::error_code ec;
@@ -227,15 +203,11 @@ Status upsert_run(const std::string& study_dir, const std::string& run_dir) {
 }
 
 bool catalog_being_written(const std::string& study_dir) {
-  int fd = ::open((fs::path(study_dir) / kCatalogLockFile).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);  // releases a shared lock taken just now
-  return held;
+  return FileLock::held((fs::path(study_dir) / kCatalogLockFile).string());
 }
 
 Result<int> rebuild_catalog(const std::string& study_dir) {
-  auto lock = CatalogLock::acquire(study_dir);
+  auto lock = lock_catalogue(study_dir);
   if (!lock) return lock.status();
   return rebuild_locked(study_dir);
 }

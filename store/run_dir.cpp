@@ -12,6 +12,7 @@
 
 #include "saddlescope/base/text.h"
 #include "saddlescope/base/remove_tree.h"
+#include "file_lock.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/sha256.h"
 
@@ -83,11 +84,7 @@ Result<RunLock> RunLock::acquire(const std::string& study_dir, const std::string
 }
 
 bool RunLock::held(const std::string& study_dir, const std::string& run_id) {
-  int fd = ::open(lock_path(study_dir, run_id).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);  // releases a shared lock taken just now
-  return held;
+  return FileLock::held(lock_path(study_dir, run_id));
 }
 
 RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
