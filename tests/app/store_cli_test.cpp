@@ -1,10 +1,13 @@
-// End-to-end tests of `saddlescope store index` and `saddlescope store check [--repair]`: what users
-// see and the exit status.
+// End-to-end tests of `saddlescope store index`, `store check [--repair]` and `store merge`: what
+// users see and the exit status.
 #include <gtest/gtest.h>
 
-#include "../store/run_fixture.h"
+#include <filesystem>
+
+#include "../store/merge_fixture.h"
 #include "command.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/store/sha256.h"
 #include "temp_dir.h"
 
 namespace saddlescope {
@@ -74,6 +77,41 @@ TEST(StoreCli, CheckReportsStaleRunsAndRepairMendsThem) {
             "interrupted      1\n"
             "\n"
             "no problems\n");
+}
+
+TEST(StoreCli, MergePrintsALinePerStudyAndAgainAddsNothing) {
+  testing::TempDir tmp;
+  std::string a = tmp.file("a"), b = tmp.file("b"), out = tmp.file("out");
+  add_run(a, testing::run_on("x", "a"));
+  add_run(a, testing::run_on("y", "a"));
+  add_run(b, testing::run_on("x", "b"));
+  add_run(b, testing::run_on("y", "a"));
+  std::string renamed = "x." + store::sha256_hex(testing::run_on("x", "b").fingerprint.dump()).substr(0, 8);
+  Output o = run("store merge " + out + " " + a + " " + b);
+  EXPECT_EQ(o.code, 0) << o.text;
+  EXPECT_EQ(o.text, a + ": 2 added, 0 deduplicated, 0 renamed\n" +
+                        b + ": 0 added, 1 deduplicated, 1 renamed (x -> " + renamed + ")\n");
+  Output again = run("store merge " + out + " " + b + " " + a);
+  EXPECT_EQ(again.code, 0) << again.text;
+  EXPECT_EQ(again.text, b + ": 0 added, 2 deduplicated, 0 renamed\n" + a + ": 0 added, 2 deduplicated, 0 renamed\n");
+  Output check = run("store check " + out);
+  EXPECT_EQ(check.code, 0) << check.text;
+  EXPECT_EQ(check.text, "state         runs\ncompleted        3\n\nno problems\n");
+}
+
+TEST(StoreCli, MergeRefusesInOneLineAndWritesNothing) {
+  testing::TempDir tmp;
+  std::string a = tmp.file("a"), out = tmp.file("out");
+  std::string x = add_run(a, testing::run_on("x", "a"));
+  std::filesystem::remove(x + "/metrics.csv");
+  std::filesystem::create_symlink("/etc/passwd", x + "/metrics.csv");
+  expect_error("store merge " + out + " " + a,
+               x + "/metrics.csv: a symbolic link (merge neither copies nor follows links)");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  expect_error("store merge " + a + " " + a, a + ": is " + a + " (or holds it, or is held in it): a study is not merged into itself");
+  expect_error("store merge " + out + " " + tmp.path(), tmp.path() + ": not a study directory (no runs/ directory)");
+  EXPECT_EQ(run("store merge " + out).code, 2);
+  EXPECT_EQ(run("store merge " + out + " " + a + " --max-file-mib 0").code, 2);
 }
 
 }  // namespace
