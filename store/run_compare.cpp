@@ -15,9 +15,12 @@ namespace {
 
 using json = nlohmann::json;
 
-// Manifest fields that say when, where or by which process a run ran, not what it computed.
-constexpr const char* kNotResults[] = {"run_id",  "merged_from", "process",    "timings",
-                                       "steps_per_s", "resumes", "stopped_by", "checkpoint_step"};
+// Manifest fields that say when, where or by which process a run ran, or how it ended in words, not
+// what it computed. `config` is not compared either: the keys that decide the result are hashed into
+// the run id (equal ids, equal keys), the others are paths and cadences (out, data_dir, log_every,
+// snapshot_every, ...). Nor is data.source, which names the files read by their paths.
+constexpr const char* kNotResults[] = {"run_id",  "merged_from", "process", "timings",         "steps_per_s",
+                                       "resumes", "stopped_by",  "error",   "checkpoint_step", "config"};
 
 // A JSON value for a message: compact, at most 60 characters.
 std::string brief(const json& v) {
@@ -46,6 +49,7 @@ std::string json_difference(const json& a, const json& b, const std::string& key
 json results_of(const RunManifest& m) {
   json j = m.to_json();
   for (const char* k : kNotResults) j.erase(k);
+  if (j["data"].is_object()) j["data"].erase("source");
   return j;
 }
 
@@ -98,13 +102,11 @@ Result<std::string> run_difference(const ScannedRun& a, const ScannedRun& b) {
     if (tables.ok() && tables->empty() && a.manifest.files.count(table.file)) tables = table_difference(a, b, table);
   });
   if (!tables.ok() || !tables->empty()) return tables;
+  // Arrays both recorded (snapshot_every may differ between two runs of one id).
   for (const auto& [rel, digest] : a.arrays) {
     auto it = b.arrays.find(rel);
-    if (it == b.arrays.end()) return rel + ": present vs absent";
-    if (it->second != digest) return rel + ": different values";
+    if (it != b.arrays.end() && it->second != digest) return rel + ": different values";
   }
-  for (const auto& [rel, digest] : b.arrays)
-    if (!a.arrays.count(rel)) return rel + ": absent vs present";
   return std::string();
 }
 

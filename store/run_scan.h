@@ -54,12 +54,15 @@ struct ScannedRun {
 //   a run being written by a live process (RunDir::state() running): merge it once it has ended.
 Result<ScannedRun> scan_run(const std::string& run_dir, uint64_t max_file_bytes);
 
-// How two scanned runs differ in their results: "" when they are the same run, else the first
-// difference, e.g. "metrics.csv line 5 (step 3): loss 0.25 vs 0.5". Compared: the manifest but for
-// what says when, where or by which process it ran (run_id, merged_from, process, timings,
-// steps_per_s, resumes, stopped_by, checkpoint_step); every row of every table, through its reader,
-// but for timing columns (schema.h); the values of every result array. Checkpoints are not compared:
-// when one is taken depends on the wall clock. Errors: a table that no longer reads.
+// How two scanned runs of one run id differ in their results: "" when they are the same run, else the
+// first difference, e.g. "metrics.csv line 5 (step 3): loss 0.25 vs 0.5". Compared: the manifest but
+// for what says when, where or by which process it ran or how it ended in words (run_id, merged_from,
+// process, timings, steps_per_s, resumes, stopped_by, error, checkpoint_step), its config (the keys
+// that decide the result are hashed into the run id; the rest are paths and cadences) and
+// data.source (paths); every row of every table, through its reader, but for timing columns
+// (schema.h); the values of every result array both runs hold (snapshot cadence is not in the id).
+// Checkpoints are not compared: when one is taken depends on the wall clock. Errors: a table that no
+// longer reads.
 Result<std::string> run_difference(const ScannedRun& a, const ScannedRun& b);
 
 // `s` with control characters (bytes below 0x20, and 0x7f) shown as \xNN: a name from a directory listing fit

@@ -159,13 +159,54 @@ TEST(Merge, ConflictsNameTheFirstDifference) {
   EXPECT_NE(r.status().message().find("different results: manifest.json final_loss: 0.5 vs 0.25;"), std::string::npos)
       << r.status().message();
   other.final_loss = 0.5;
-  other.config["lr"] = 0.01;
+  other.evaluation->mse = 0.02;
+  other.data = {{"digests", {{"mnist/train-images-idx3-ubyte", "0fa7"}}}};
   testing::TempDir c;
   add_run(c.path(), other);
   r = merge_studies(s.out, {s.a, c.path()});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("different results: manifest.json config.lr: 0.001 vs 0.01;"), std::string::npos)
+  EXPECT_NE(r.status().message().find("different results: manifest.json data.digests: absent vs {\"mnist/train-images"),
+            std::string::npos)
       << r.status().message();
+  other.data = {};
+  testing::TempDir d;
+  std::string dir = add_run(d.path(), other);
+  r = merge_studies(s.out, {s.a, d.path()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("different results: manifest.json evaluation.mse: 0.01 vs 0.02;"), std::string::npos)
+      << r.status().message();
+  RunManifest written = RunDir::open(dir)->manifest();
+  written.evaluation->mse = 0.01;
+  ASSERT_TRUE(write_manifest(dir, written).ok());
+  float w[2] = {1, 3};
+  ASSERT_TRUE(write_npy(dir + "/snapshots/step-00000010/w.npy", Dtype::kFloat32, {2}, w).ok());
+  r = merge_studies(s.out, {s.a, d.path()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("different results: snapshots/step-00000010/w.npy: different values;"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(Merge, TheSameRunFromAnotherDirectoryWithOtherCadencesIsKeptOnce) {
+  Studies s;
+  RunManifest here = run_on("x", "a");
+  here.config["out"] = "runs/here";
+  here.config["data_dir"] = "/home/me/data";
+  here.data = {{"source", "mnist (/home/me/data/mnist/train-images-idx3-ubyte)"}, {"digests", {{"mnist/x", "ab"}}}};
+  add_run(s.a, here);
+  RunManifest there = here;
+  there.config["out"] = "/scratch/study";
+  there.config["data_dir"] = "/scratch/data";
+  there.config["snapshot_every"] = 5;
+  there.data["source"] = "mnist (/scratch/data/mnist/train-images-idx3-ubyte)";
+  there.status = RunStatus::kCompleted;
+  std::string b = add_run(s.b, there);
+  std::filesystem::create_directories(b + "/snapshots/step-00000005");  // more snapshots: not in the id
+  float w[2] = {5, 6};
+  ASSERT_TRUE(write_npy(b + "/snapshots/step-00000005/w.npy", Dtype::kFloat32, {2}, w).ok());
+  auto r = merge_studies(s.out, {s.a, s.b});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)[1].deduplicated, 1);
 }
 
 TEST(Merge, MergingTheSameInputsAgainChangesNothing) {
