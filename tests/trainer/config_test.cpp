@@ -341,6 +341,34 @@ TEST_F(ConfigTest, NewKeysLeaveExistingRunIdsAlone) {
   EXPECT_EQ(store::make_run_id(c->run_prefix(), c->identity()), "autoencoder-cpu-t1-s7-6a417f23");
 }
 
+TEST_F(ConfigTest, EveryModelDtypeAndDeviceKeepsItsRunId) {
+  // Run ids and config keys as the string-typed model, dtype and device gave them: run stores and docs
+  // quote them, so a change in how these keys are held must not move a bit of the JSON they hash.
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> flags;
+    std::string run_id, config_key;
+  };
+  const std::vector<Case> cases = {
+      {{{"model", "prednet"}, {"data", "moving-mnist"}, {"dtype", "float64"}, {"device", "cuda:1"}, {"seed", "3"}},
+       "prednet-cuda.1-cudnn-f64-t2-s3-26116153", "prednet-cuda.1-cudnn-f64-t2-163a75c3"},
+      {{{"model", "linear"}, {"data", "teacher"}, {"device", "cuda"}, {"cudnn", "false"}},
+       "linear-cuda-nocudnn-t2-s0-baad242b", "linear-cuda-nocudnn-t2-285505f7"},
+      {{{"model", "autoencoder"}, {"dtype", "float64"}, {"device", "cpu"}, {"seed", "5"}},
+       "autoencoder-cpu-f64-t2-s5-0ee73a06", "autoencoder-cpu-f64-t2-5c33a2bd"},
+  };
+  for (const Case& t : cases) {
+    ConfigBuilder b;
+    for (const auto& [key, value] : t.flags) ASSERT_TRUE(b.set_flag(key, value).ok()) << key;
+    ASSERT_TRUE(b.set_flag("threads", "2").ok());
+    auto c = b.resolve();
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    for (const auto& [key, value] : t.flags)
+      if (key == "model" || key == "dtype" || key == "device") EXPECT_EQ(c->to_json()[key], value) << key;
+    EXPECT_EQ(store::make_run_id(c->run_prefix(), c->identity()), t.run_id);
+    EXPECT_EQ(c->config_key(), t.config_key);
+  }
+}
+
 TEST_F(ConfigTest, IdentityIgnoresWhereOutputGoes) {
   ConfigBuilder a, b;
   ASSERT_TRUE(a.set_flag("out", "one").ok());
