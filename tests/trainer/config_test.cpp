@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/config_choices.h"
 #include "temp_dir.h"
 #include "watchdog.h"
 
@@ -367,6 +368,26 @@ TEST_F(ConfigTest, EveryModelDtypeAndDeviceKeepsItsRunId) {
     EXPECT_EQ(store::make_run_id(c->run_prefix(), c->identity()), t.run_id);
     EXPECT_EQ(c->config_key(), t.config_key);
   }
+}
+
+TEST(ConfigChoices, EachNameParsesBackToItsValue) {
+  for (ModelKind m : {ModelKind::kAutoencoder, ModelKind::kPredNet, ModelKind::kLinear})
+    EXPECT_EQ(*parse_model(model_name(m)), m) << model_name(m);
+  for (Dtype d : {Dtype::kFloat32, Dtype::kFloat64}) EXPECT_EQ(*parse_dtype(dtype_name(d)), d) << dtype_name(d);
+  for (const char* name : {"cpu", "cuda", "cuda:0", "cuda:1", "cuda:999"}) {
+    auto d = parse_device(name);
+    ASSERT_TRUE(d.ok()) << name;
+    EXPECT_EQ(d->name(), name);
+    EXPECT_EQ(d->is_cuda(), name != std::string("cpu")) << name;
+  }
+  EXPECT_EQ(parse_device("cuda")->index, -1) << "LibTorch's current device: not the same run as cuda:0";
+  EXPECT_EQ(parse_device("cuda:0")->index, 0);
+  // Leading zeros were always accepted; the index is what they spell (LibTorch refuses "cuda:01" itself).
+  EXPECT_EQ(parse_device("cuda:01")->name(), "cuda:1");
+  for (const char* bad : {"", "gpu", "CPU", "cuda:", "cuda:-1", "cuda:1000", "cuda:1x", "cuda1"})
+    EXPECT_EQ(parse_device(bad).status().message(), "must be cpu, cuda or cuda:N, got '" + std::string(bad) + "'");
+  EXPECT_EQ(parse_model("Linear").status().message(), "must be one of autoencoder, prednet, linear, got 'Linear'");
+  EXPECT_EQ(parse_dtype("").status().message(), "must be one of float32, float64, got ''");
 }
 
 TEST_F(ConfigTest, IdentityIgnoresWhereOutputGoes) {
