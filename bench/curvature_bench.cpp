@@ -85,8 +85,9 @@ int main(int argc, char** argv) {
   int64_t steps = positional.size() > 1 ? std::stoll(positional[1]) : 1000;
   int repeats = positional.size() > 2 ? std::stoi(positional[2]) : 20;
   const std::string model = flags["--model"], size = flags["--size"];
-  const bool prednet = model == "prednet";
-  if (model != "autoencoder" && !prednet) return fail("--model must be autoencoder or prednet");
+  auto kind = trainer::parse_model(model);
+  if (!kind || *kind == trainer::ModelKind::kLinear) return fail("--model must be autoencoder or prednet");
+  const bool prednet = *kind == trainer::ModelKind::kPredNet;
   if (size != "default" && size != "small") return fail("--size must be default or small");
 
   std::vector<std::pair<std::string, std::string>> keys = {
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
   if (positional.size() > 3) add_option("every=" + positional[3]);
   if (!flags["--probe-batch"].empty()) add_option("batch=" + flags["--probe-batch"]);
   if (!flags["--spec"].empty()) add_option(flags["--spec"]);
-  auto probe = probes::parse_probe_spec(spec_text, trainer::probe_defaults(model));
+  auto probe = probes::parse_probe_spec(spec_text, trainer::probe_defaults(*kind));
   if (!probe) return fail(probe.status().message());
   const int64_t probe_batch = probe->get_int("batch");
 

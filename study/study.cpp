@@ -120,12 +120,9 @@ class Parser {
 
 std::string StudyRun::label() const { return fmt::format("{}/{}/s{}", model, config, seed); }
 
-bool StudyRun::cuda() const { return cfg.execution.device != "cpu"; }
+bool StudyRun::cuda() const { return cfg.execution.device.is_cuda(); }
 
-int StudyRun::cuda_index() const {
-  const std::string& d = cfg.execution.device;
-  return d.rfind("cuda:", 0) == 0 ? std::stoi(d.substr(5)) : -1;
-}
+int StudyRun::cuda_index() const { return cfg.execution.device.index; }
 
 Result<Study> load_study(const std::string& path, const std::string& out) {
   auto text = store::read_file(path, trainer::kMaxConfigBytes, "the limit for a study file");

@@ -59,12 +59,13 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> opti
   return "must be one of " + list + ", got '" + v + "'";
 }
 
-std::string check_device(const std::string& d) {
-  if (d == "cpu" || d == "cuda") return "";
-  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.size() < 9 &&
-      d.find_first_not_of("0123456789", 5) == std::string::npos)
-    return "";
-  return "must be cpu, cuda or cuda:N, got '" + d + "'";
+// Sets *field to what `parse` makes of `text` and returns "", or returns what was expected.
+template <class T>
+std::string set_parsed(T* field, Result<T> (*parse)(const std::string&), const std::string& text) {
+  Result<T> r = parse(text);
+  if (!r) return r.status().message();
+  *field = *r;
+  return "";
 }
 
 #define FIELD(expr) [](const RunConfig& c) { return nlohmann::json(c.expr); }
@@ -72,8 +73,8 @@ std::string check_device(const std::string& d) {
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
       {"model", Kind::kString, "model to train: autoencoder, prednet or linear (y = W2·W1·x, a saddle benchmark)",
-       [](RunConfig& c, const Value& v) { c.model = v.s; return one_of(v.s, {"autoencoder", "prednet", "linear"}); },
-       FIELD(model)},
+       [](RunConfig& c, const Value& v) { return set_parsed(&c.model, parse_model, v.s); },
+       [](const RunConfig& c) { return nlohmann::json(model_name(c.model)); }},
       {"hidden", Kind::kIntList, "encoder widths, decoder mirrors them, e.g. 256,64",
        [](RunConfig& c, const Value& v) -> std::string {
          c.hidden = v.list;
@@ -142,16 +143,16 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) { c.data_dir = v.s; return v.s.empty() ? "must not be empty" : ""; },
        FIELD(data_dir)},
       {"device", Kind::kString, "cpu, cuda or cuda:N",
-       [](RunConfig& c, const Value& v) { c.execution.device = v.s; return check_device(v.s); },
-       FIELD(execution.device)},
+       [](RunConfig& c, const Value& v) { return set_parsed(&c.execution.device, parse_device, v.s); },
+       [](const RunConfig& c) { return nlohmann::json(c.execution.device.name()); }},
       {"threads", Kind::kInt, "intra-op and BLAS threads (default: all cores)",
        [](RunConfig& c, const Value& v) {
          c.execution.threads = v.i;
          return v.i > 1024 ? fmt::format("must be <= 1024, got {}", v.i) : at_least(v.i, 1);
        }, FIELD(execution.threads)},
       {"dtype", Kind::kString, "float32 or float64 (model, data, optimiser)",
-       [](RunConfig& c, const Value& v) { c.execution.dtype = v.s; return one_of(v.s, {"float32", "float64"}); },
-       FIELD(execution.dtype)},
+       [](RunConfig& c, const Value& v) { return set_parsed(&c.execution.dtype, parse_dtype, v.s); },
+       [](const RunConfig& c) { return nlohmann::json(dtype_name(c.execution.dtype)); }},
       {"deterministic", Kind::kString, "LibTorch deterministic algorithms: off, strict or warn",
        [](RunConfig& c, const Value& v) {
          c.execution.deterministic = v.s;
@@ -361,8 +362,8 @@ const std::vector<std::string>& config_keys() {
   return names;
 }
 
-std::map<std::string, std::string> probe_defaults(const std::string& model) {
-  if (model == "prednet") return {{"batch", "8"}};
+std::map<std::string, std::string> probe_defaults(ModelKind model) {
+  if (model == ModelKind::kPredNet) return {{"batch", "8"}};
   return {};
 }
 
@@ -501,16 +502,16 @@ Status ConfigBuilder::load_json(const nlohmann::json& config, const std::string&
 Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) const {
   RunConfig c = cfg_;
   ExecutionConfig& e = c.execution;
-  if (e.device == "cpu") {
+  if (!e.device.is_cuda()) {
     // A CUDA-only setting changed for a CPU run could not be honoured: say so rather than ignore it.
     const RunConfig d;
     for (const auto& k : keys())
       if (k.cuda_only && origin_.count(k.name) && k.get(c) != k.get(d))
         return Status::Error(origin_.at(k.name) + ": " + k.name + " applies to CUDA devices only (device is cpu)");
   }
-  if (c.perturbation.kind == "stochastic-rounding" && e.dtype != "float32")
+  if (c.perturbation.kind == "stochastic-rounding" && e.dtype != Dtype::kFloat32)
     return Status::Error(where("perturbation") + ": stochastic-rounding rounds float64 updates to float32; "
-                         "it needs dtype float32, got " + e.dtype);
+                         "it needs dtype float32, got " + dtype_name(e.dtype));
   if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
   for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
@@ -522,7 +523,7 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
   if (c.data_seed < 0) c.data_seed = c.seed;
   if (c.log_every > c.steps) c.log_every = c.steps;
   // cuBLAS is deterministic only with a fixed workspace (PyTorch's reproducibility notes).
-  if (e.cublas_workspace == "default" && e.deterministic != "off" && e.device != "cpu")
+  if (e.cublas_workspace == "default" && e.deterministic != "off" && e.device.is_cuda())
     e.cublas_workspace = ":4096:8";
   return c;
 }

@@ -24,10 +24,10 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
     auto run = store::RunDir::open(cfg.init_from);
     if (!run) return Status::Error("--init-from: " + run.status().message());
     const nlohmann::json& model = run->manifest().config_value("model");
-    if (model.is_string() && model.get<std::string>() != cfg.model)
+    if (model.is_string() && model.get<std::string>() != model_name(cfg.model))
       return Status::Error("--init-from: " + cfg.init_from + " trained model " + model.get<std::string>() +
-                           ", this evaluation builds " + cfg.model + " (pass --model " + model.get<std::string>() +
-                           " and that run's other model keys)");
+                           ", this evaluation builds " + model_name(cfg.model) + " (pass --model " +
+                           model.get<std::string>() + " and that run's other model keys)");
     auto dir = run->snapshot_path(at_step);
     if (!dir) return Status::Error("--at-step: " + dir.status().message() + " (train with --snapshot-every)");
     cfg.init_from = *dir;
@@ -42,7 +42,7 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
   if (!model) return model.status();
   int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes({*spec}, n_params));
-  torch::Device device(cfg.execution.device);
+  torch::Device device(cfg.execution.device.name());
   Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), device, dtype_of(cfg));
   probes::ModelView view = model_view(*model, batches.probe_set(probe_examples_needed({*spec})));
   gpu::SideStream stream(device);  // as in training: the probe's HVP graphs are captured off the default stream

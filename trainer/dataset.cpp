@@ -82,7 +82,7 @@ std::string first_bad(const store::NpyArray& a, double lo, double hi) {
 Result<Dataset> load_npy(const RunConfig& cfg, const DataSpec& spec) {
   const std::string& x_path = spec.x;
   const std::string& y_path = spec.y;
-  const bool pairs = cfg.model == "linear";
+  const bool pairs = cfg.model == ModelKind::kLinear;
 
   std::map<std::string, std::string> digests;
   auto x = store::read_npy(x_path, &digests[x_path]);
@@ -193,10 +193,11 @@ Result<Dataset> load_dataset(const RunConfig& cfg) {
   auto spec = parse_data_spec(cfg.data);
   if (!spec) return Status::Error("data " + spec.status().message());
   using K = DataSpec::Kind;
-  if (cfg.model == "linear" && !spec->pairs())
+  if (cfg.model == ModelKind::kLinear && !spec->pairs())
     return Status::Error("model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not " + cfg.data);
-  if (cfg.model != "linear" && spec->kind == K::kTeacher)
-    return Status::Error("data teacher holds input-target pairs for model linear, not " + cfg.model);
+  if (cfg.model != ModelKind::kLinear && spec->kind == K::kTeacher)
+    return Status::Error("data teacher holds input-target pairs for model linear, not " +
+                         std::string(model_name(cfg.model)));
   if (spec->kind == K::kMovingMnist) return load_moving_mnist(cfg);
   auto data = spec->kind == K::kMnist ? load_mnist(cfg) : spec->kind == K::kTeacher ? load_teacher(cfg) : load_npy(cfg, *spec);
   if (!data) return data;

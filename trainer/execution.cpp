@@ -15,18 +15,15 @@
 namespace saddlescope::trainer {
 namespace {
 
-Status check_device(const std::string& device) {
-  if (device == "cpu") return Status::Ok();
+Status check_device(const Device& device) {
+  if (!device.is_cuda()) return Status::Ok();
   if (!torch::cuda::is_available())
-    return Status::Error("device " + device + ": " +
+    return Status::Error("device " + device.name() + ": " +
                          (at::hasCUDA() ? "no CUDA device is visible"
                                         : "this saddlescope was built against a LibTorch without CUDA"));
-  if (device.size() > 5) {
-    int index = std::stoi(device.substr(5));
-    int count = static_cast<int>(torch::cuda::device_count());
-    if (index >= count)
-      return Status::Error("device " + device + ": only " + std::to_string(count) + " CUDA device(s)");
-  }
+  int count = static_cast<int>(torch::cuda::device_count());
+  if (device.index >= count)
+    return Status::Error("device " + device.name() + ": only " + std::to_string(count) + " CUDA device(s)");
   return Status::Ok();
 }
 

@@ -8,7 +8,7 @@
 namespace saddlescope::trainer {
 
 torch::Dtype dtype_of(const RunConfig& cfg) {
-  return cfg.execution.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  return cfg.execution.dtype == Dtype::kFloat64 ? torch::kFloat64 : torch::kFloat32;
 }
 
 int64_t parameter_count(Model& model) {
@@ -32,7 +32,7 @@ Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset
   auto flipped = perturb.at_start(named);
   if (!flipped) return flipped.status();
   *applied = *flipped;
-  m.to(torch::Device(cfg.execution.device));
+  m.to(torch::Device(cfg.execution.device.name()));
   return *model;
 }
 

@@ -37,8 +37,8 @@ double tensor_bytes(const torch::Tensor& t) {
 
 std::string model_size_key(const RunConfig& cfg) {
   auto list = [](const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
-  if (cfg.model == "linear") return fmt::format("linear_hidden {}", cfg.linear_hidden);
-  if (cfg.model == "prednet") return "prednet_stacks " + list(cfg.prednet.stack_sizes);
+  if (cfg.model == ModelKind::kLinear) return fmt::format("linear_hidden {}", cfg.linear_hidden);
+  if (cfg.model == ModelKind::kPredNet) return "prednet_stacks " + list(cfg.prednet.stack_sizes);
   return "hidden " + list(cfg.hidden);
 }
 
@@ -61,7 +61,7 @@ Status check_memory(const std::vector<MemoryUse>& uses, uint64_t limit) {
 }
 
 std::vector<MemoryUse> run_memory(const RunConfig& cfg, const Dataset& data, Model& model) {
-  const double bytes = cfg.execution.dtype == "float64" ? 8 : 4;
+  const double bytes = cfg.execution.dtype == Dtype::kFloat64 ? 8 : 4;
   const double example = numel(data.example_shape);
   std::vector<MemoryUse> uses;
 
@@ -92,8 +92,8 @@ std::vector<MemoryUse> run_memory(const RunConfig& cfg, const Dataset& data, Mod
 
   // PredNet evaluates in chunks of 16 sequences (model.cpp); the others in one forward pass.
   const int64_t eval = data.eval.defined() ? data.eval.size(0) : 0;
-  const int64_t eval_pass = cfg.model == "prednet" ? std::min<int64_t>(eval, 16) : eval;
-  uses.push_back({cfg.model == "prednet" ? fmt::format("eval_sequences {}", cfg.prednet.eval_sequences)
+  const int64_t eval_pass = cfg.model == ModelKind::kPredNet ? std::min<int64_t>(eval, 16) : eval;
+  uses.push_back({cfg.model == ModelKind::kPredNet ? fmt::format("eval_sequences {}", cfg.prednet.eval_sequences)
                                          : "data " + cfg.data,
                   "the evaluation's forward pass", activations(model, eval_pass) * bytes});
   return uses;

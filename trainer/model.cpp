@@ -181,12 +181,12 @@ class LinearModel : public Model {
 Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& data) {
   const std::vector<int64_t>& shape = data.example_shape;
   // load_dataset gives the linear network input-target pairs, and only it.
-  SADDLESCOPE_CHECK((cfg.model == "linear") == (data.target_columns > 0));
-  if (cfg.model == "linear") {
+  SADDLESCOPE_CHECK((cfg.model == ModelKind::kLinear) == (data.target_columns > 0));
+  if (cfg.model == ModelKind::kLinear) {
     return std::shared_ptr<Model>(std::make_shared<LinearModel>(shape[0] - data.target_columns, cfg.linear_hidden,
                                                                 data.target_columns, cfg.init_scale));
   }
-  if (cfg.model == "autoencoder") {
+  if (cfg.model == ModelKind::kAutoencoder) {
     if (shape.size() != 1) return Status::Error("model autoencoder needs examples of features, not sequences (data " + cfg.data + ")");
     return std::shared_ptr<Model>(std::make_shared<AutoencoderModel>(shape[0], cfg.hidden, cfg.init_scale));
   }
@@ -218,7 +218,7 @@ Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& d
       allocating(model_size_key(cfg), "the model's parameters", [&] { model.emplace(build_model(cfg, data)); }));
   if (!*model) return std::move(*model);
   // On a CUDA device the large tensors live in the GPU's memory, which LibTorch checks itself.
-  if (cfg.execution.device == "cpu")
+  if (!cfg.execution.device.is_cuda())
     SADDLESCOPE_RETURN_IF_ERROR(check_memory(run_memory(cfg, data, ***model), memory_limit_bytes()));
   return std::move(*model);
 }

@@ -16,9 +16,9 @@ std::string RunConfig::identity() const {
   if (perturbation.kind == "none") j.erase("perturbation_seed");
   // Keys of the other models and data do not change this one's result; nor does a key left at a
   // value that existed before the key did (so that run ids stay stable).
-  if (model != "autoencoder") j.erase("hidden");
-  if (model != "linear") j.erase("linear_hidden");
-  if (model != "prednet")
+  if (model != ModelKind::kAutoencoder) j.erase("hidden");
+  if (model != ModelKind::kLinear) j.erase("linear_hidden");
+  if (model != ModelKind::kPredNet)
     for (const char* k : {"prednet_stacks", "prednet_loss", "prednet_zero_bias", "nt", "canvas", "digits", "eval_sequences"}) j.erase(k);
   if (data != "teacher")
     for (const char* k : {"teacher_sigmas", "teacher_inputs", "teacher_outputs", "teacher_examples", "teacher_noise"}) j.erase(k);
@@ -38,13 +38,13 @@ std::string RunConfig::config_key() const {
 
 std::string RunConfig::run_prefix() const {
   const ExecutionConfig& e = execution;
-  std::string dev = e.device;
+  std::string dev = e.device.name();
   for (char& ch : dev) if (ch == ':') ch = '.';
-  std::string p = model + "-" + dev;
-  if (dev != "cpu") p += e.cudnn ? "-cudnn" : "-nocudnn";
+  std::string p = std::string(model_name(model)) + "-" + dev;
+  if (e.device.is_cuda()) p += e.cudnn ? "-cudnn" : "-nocudnn";
   if (e.deterministic != "off") p += "-det";
   if (e.tf32_matmul) p += "-tf32";
-  if (e.dtype == "float64") p += "-f64";
+  if (e.dtype == Dtype::kFloat64) p += "-f64";
   if (perturbation.kind != "none") p += "-" + perturbation.kind;
   if (init != "default") p += "-init." + init;
   return fmt::format("{}-t{}-s{}", p, e.threads, seed);

@@ -87,7 +87,7 @@ Status restore(const Checkpoint& c, NamedTensors& named, TrainStep& train_step, 
 
 Status train_loop(Loop& L, TrainResult* result) {
   const RunConfig& cfg = L.cfg;
-  torch::Device device(cfg.execution.device);
+  torch::Device device(cfg.execution.device.name());
   torch::Dtype dtype = dtype_of(cfg);
   auto params = L.model->module().parameters();
   NamedTensors named = L.model->module().named_parameters();
@@ -248,7 +248,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   for (const auto& s : specs) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(s, tap_ops));
   for (const auto& s : specs)
     if (s.name == "symmetry" && (*model)->unit_layers().empty())
-      return Status::Error("probe 'symmetry': model " + cfg.model + " has no layers of units to compare");
+      return Status::Error("probe 'symmetry': model " + std::string(model_name(cfg.model)) + " has no layers of units to compare");
 
   // The run's lock first: --force must not remove a directory a live process writes, and of two
   // processes starting the same run, one clearly loses.

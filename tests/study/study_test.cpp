@@ -52,7 +52,7 @@ dtype = "float64"
   for (size_t i = 0; i < s->runs.size(); ++i) EXPECT_EQ(s->runs[i].task, static_cast<int64_t>(i));
   const StudyRun& r = s->runs[2];
   EXPECT_EQ(r.cfg.linear_hidden, 8);
-  EXPECT_EQ(r.cfg.execution.dtype, "float64");
+  EXPECT_EQ(r.cfg.execution.dtype, trainer::Dtype::kFloat64);
   EXPECT_EQ(r.cfg.seed, 4);
   EXPECT_EQ(r.cfg.out, dir.file("out"));
   EXPECT_FALSE(r.cuda());
@@ -66,6 +66,20 @@ dtype = "float64"
   auto cfg = b.resolve();
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(r.run_id, store::make_run_id(cfg->run_prefix(), cfg->identity()));
+}
+
+TEST(Study, ACudaRunKnowsWhetherItNamesItsGpu) {
+  TempDir dir;
+  auto s = load(dir, "seeds = [1]\n[configs.cpu]\ndevice = \"cpu\"\n[configs.any]\ndevice = \"cuda\"\n"
+                     "[configs.one]\ndevice = \"cuda:1\"\n");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->runs.size(), 3u);
+  EXPECT_FALSE(s->runs[0].cuda());
+  EXPECT_EQ(s->runs[0].cuda_index(), -1);
+  EXPECT_TRUE(s->runs[1].cuda());
+  EXPECT_EQ(s->runs[1].cuda_index(), -1) << "plain cuda: any GPU";
+  EXPECT_TRUE(s->runs[2].cuda());
+  EXPECT_EQ(s->runs[2].cuda_index(), 1);
 }
 
 TEST(Study, WithoutModelsAndConfigsIsOneModelAndOneConfig) {

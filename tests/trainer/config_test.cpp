@@ -42,7 +42,7 @@ TEST_F(ConfigTest, DefaultsAreResolvedAndWrittenOut) {
   unsetenv("SADDLESCOPE_DATA_DIR");
   auto c = ConfigBuilder().resolve();
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->model, "autoencoder");
+  EXPECT_EQ(c->model, ModelKind::kAutoencoder);
   EXPECT_EQ(c->hidden, (std::vector<int64_t>{256, 64}));
   EXPECT_EQ(c->batch_size, 1);
   EXPECT_DOUBLE_EQ(c->lr, 1e-3);
@@ -64,7 +64,7 @@ TEST_F(ConfigTest, FileThenFlagsOverride) {
   EXPECT_EQ(c->steps, 70);
   EXPECT_DOUBLE_EQ(c->lr, 0.01);
   EXPECT_EQ(c->hidden, (std::vector<int64_t>{32, 8}));
-  EXPECT_EQ(c->execution.device, "cuda:1");
+  EXPECT_EQ(c->execution.device.name(), "cuda:1");
   EXPECT_EQ(c->data_seed, 9);  // follows the seed unless set
   EXPECT_EQ(c->run_prefix(), "autoencoder-cuda.1-cudnn-t" + std::to_string(c->execution.threads) + "-s9");
 }
@@ -321,7 +321,7 @@ TEST_F(ConfigTest, ProbesTakeTheModelsDefaults) {
   EXPECT_NE(resolved("prednet", "curvature").find("batch=8,every=2500,"), std::string::npos);
   EXPECT_NE(resolved("prednet", "curvature:batch=32").find("batch=32,"), std::string::npos);
   EXPECT_EQ(resolved("prednet", "symmetry:every=5"), "symmetry:every=5");
-  EXPECT_EQ(probe_defaults("linear"), (std::map<std::string, std::string>{}));
+  EXPECT_EQ(probe_defaults(ModelKind::kLinear), (std::map<std::string, std::string>{}));
 }
 
 TEST_F(ConfigTest, TheExamplesResolve) {

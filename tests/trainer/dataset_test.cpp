@@ -37,7 +37,7 @@ TEST(Dataset, DigestsNameEveryFileRead) {
             "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db");
 
   RunConfig teacher;
-  teacher.model = "linear";
+  teacher.model = ModelKind::kLinear;
   teacher.data = "teacher";
   auto t = load_dataset(teacher);
   ASSERT_TRUE(t.ok()) << t.status().message();

@@ -153,7 +153,7 @@ TEST(Golden, Float64AutoencoderMatchesPlainLoopsStepByStep) {
   testing::TempDir dir;
   const int64_t n = 60, d = 24;  // 60 rows at batch 8: batches straddle the epoch ends (steps 7, 14)
   RunConfig cfg = testing::small_config(dir, testing::write_pixels(dir, n, d));
-  cfg.execution.dtype = "float64";
+  cfg.execution.dtype = Dtype::kFloat64;
   cfg.steps = 20;
   cfg.snapshot_every = 1;
   auto r = train(cfg, {true, nullptr});

@@ -54,7 +54,7 @@ struct ClosedForm {
 
 RunConfig linear_config(const testing::TempDir& dir) {
   RunConfig c;
-  c.model = "linear";
+  c.model = ModelKind::kLinear;
   c.data = "teacher";
   c.teacher.sigmas = {4, 2, 1, 0.5};
   c.teacher.inputs = 16;
@@ -248,7 +248,7 @@ TEST(LinearNetwork, NpyPairsTrainAndBadPairsAreNamed) {
   mnist.data = "mnist";  // said before MNIST is looked for (there is none in dir)
   EXPECT_EQ(error(mnist), "model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not mnist");
   RunConfig autoencoder = cfg;
-  autoencoder.model = "autoencoder";
+  autoencoder.model = ModelKind::kAutoencoder;
   autoencoder.data = "teacher";
   EXPECT_EQ(error(autoencoder), "data teacher holds input-target pairs for model linear, not autoencoder");
   RunConfig duplicate = cfg;

@@ -58,7 +58,7 @@ TEST(Memory, LibTorchsRealAllocationFailureIsRecognised) {
 TEST(Memory, GeneratedDataIsCheckedBeforeItIsGenerated) {
   testing::TempDir dir;
   RunConfig teacher;
-  teacher.model = "linear";
+  teacher.model = ModelKind::kLinear;
   teacher.data = "teacher";
   teacher.teacher.examples = int64_t{1} << 40;
   auto t = load_dataset(teacher);
@@ -67,7 +67,7 @@ TEST(Memory, GeneratedDataIsCheckedBeforeItIsGenerated) {
       << t.status().message();
 
   RunConfig moving;
-  moving.model = "prednet";
+  moving.model = ModelKind::kPredNet;
   moving.data = "moving-mnist";
   moving.data_dir = dir.path();  // no MNIST there: the check comes first
   moving.prednet.eval_sequences = int64_t{1} << 30;
@@ -79,7 +79,7 @@ TEST(Memory, GeneratedDataIsCheckedBeforeItIsGenerated) {
 
 TEST(Memory, ATrainingStepBeyondMemoryNamesBatchSize) {
   RunConfig cfg;
-  cfg.model = "prednet";
+  cfg.model = ModelKind::kPredNet;
   cfg.data = "moving-mnist";
   cfg.data_dir = default_data_dir();
   cfg.prednet.eval_sequences = 4;

@@ -47,7 +47,7 @@ TEST(OpTapRun, AutoencoderRowsWithinTheBoundAndTheSameBits) {
   RunConfig cfg = small_config(dir, testing::write_pixels(dir));
   std::string plain = run(cfg, {});
   for (const char* dtype : {"float32", "float64"}) {
-    cfg.execution.dtype = dtype;
+    cfg.execution.dtype = *parse_dtype(dtype);
     cfg.out = dir.file(std::string("tapped-") + dtype);
     std::string base = dtype == std::string("float32") ? plain : run(cfg, {});
     std::string tapped = run(cfg, {"ops:every=50,k=4"});

@@ -160,7 +160,7 @@ TEST(Execution, Float64RunStartsFromTheFloat32Values) {
   testing::TempDir dir;
   RunConfig c = small_config(dir, write_pixels(dir));
   std::string f32 = run(c);
-  c.execution.dtype = "float64";
+  c.execution.dtype = Dtype::kFloat64;
   std::string f64 = run(c);
   auto d = compare(f64, f32);
   EXPECT_FALSE(d.same_format);

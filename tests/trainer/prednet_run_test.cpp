@@ -75,7 +75,7 @@ TEST(PredNetRun, MismatchedModelAndDataAreRefused) {
   on_mnist.data = "mnist";
   expect_error(on_mnist, "model prednet needs frame sequences (data moving-mnist), not mnist");
   RunConfig ae = tiny(dir);
-  ae.model = "autoencoder";
+  ae.model = ModelKind::kAutoencoder;
   expect_error(ae, "model autoencoder needs examples of features, not sequences");
   RunConfig dup = tiny(dir);
   dup.init = "duplicate";

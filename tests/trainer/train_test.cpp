@@ -140,8 +140,8 @@ TEST(Train, BadInputsFailBeforeAnythingIsWritten) {
   expect_error(small_config(dir, dir.file("absent.npy")), "absent.npy: cannot open");
 
   RunConfig gpu = small_config(dir, data);
-  gpu.execution.device = torch::cuda::is_available() ? "cuda:99" : "cuda";
-  expect_error(gpu, "device " + gpu.execution.device + ": ");
+  gpu.execution.device = {Device::Kind::kCuda, torch::cuda::is_available() ? 99 : -1};  // cuda:99 or cuda
+  expect_error(gpu, "device " + gpu.execution.device.name() + ": ");
 }
 
 TEST(Autoencoder, InitialWeightsDependOnTheSeedAlone) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/trainer/config_choices.h"
 #include "saddlescope/trainer/perturbation_spec.h"
 
 namespace saddlescope::trainer {
@@ -18,9 +19,9 @@ namespace saddlescope::trainer {
 // Every setting of the execution that can change a result's bits. Applied to LibTorch's global
 // context before the first CUDA call (execution.h); recorded in the manifest and the run id.
 struct ExecutionConfig {
-  std::string device = "cpu";             // cpu | cuda | cuda:N
+  Device device;                          // cpu | cuda | cuda:N
   int64_t threads = 0;                    // intra-op (and BLAS) threads; default: all cores
-  std::string dtype = "float32";          // float32 | float64 (model, data and optimiser state)
+  Dtype dtype = Dtype::kFloat32;          // float32 | float64 (model, data and optimiser state)
   std::string deterministic = "off";      // off | strict | warn: LibTorch's deterministic algorithms
   bool cudnn = true;                      // CUDA only: cuDNN enabled
   bool cudnn_benchmark = false;           // CUDA only: autotuned (timing-dependent) algorithm choice
@@ -56,7 +57,7 @@ struct TeacherConfig {
 };
 
 struct RunConfig {
-  std::string model = "autoencoder";        // autoencoder | prednet | linear
+  ModelKind model = ModelKind::kAutoencoder;  // autoencoder | prednet | linear
   std::vector<int64_t> hidden = {256, 64};  // encoder widths; the decoder mirrors them
   int64_t linear_hidden = 4;                // linear: hidden units h of y = W2·W1·x
   std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy] | moving-mnist | teacher
@@ -98,7 +99,7 @@ struct RunConfig {
 // Probe options whose default depends on the model, for probes::parse_probe_spec: PredNet's probe
 // batch is 8 sequences, not 256 examples (an HVP over 8 sequences already costs 4-5 training steps of
 // batch 4: docs/benchmarks.md). Empty for the other models.
-std::map<std::string, std::string> probe_defaults(const std::string& model);
+std::map<std::string, std::string> probe_defaults(ModelKind model);
 
 // The keys a file or flags may set, in order (flags spell them with '-' for '_').
 const std::vector<std::string>& config_keys();
