@@ -2,6 +2,7 @@
 // this host's cores and GPUs, resumable, and the state of a study directory (study/).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -192,16 +193,20 @@ int plan_command(const std::string& file, const std::string& out_flag, bool meas
   const std::string out = s->runs.front().cfg.out;
   const bool cuda_here = trainer::cuda_device_count() > 0;
   study::Estimator estimator(out, self_path(), file);
-  fmt::print("study {}: {} runs into {}\n\n{:>5}  {:<36} {:<48} {:<11} {:>9}  {}\n", s->name, s->runs.size(), out,
-             "task", "run", "run id", "state", "estimate", "from");
+  size_t wl = 3, wi = 6;  // column widths: the longest label and run id
+  for (const auto& run : s->runs) wl = std::max(wl, run.label().size()), wi = std::max(wi, run.run_id.size());
+  fmt::print("study {}: {} runs into {}\n\n{:>5}  {:<{}}  {:<{}}  {:<11} {:>9}  {}\n", s->name, s->runs.size(), out,
+             "task", "run", wl, "run id", wi, "state", "estimate", "from");
   std::vector<study::Estimate> estimates;
+  int unknown = 0;
   for (const auto& run : s->runs) {
     study::RunView v = study::inspect_run(out, run.run_id);
     bool skip = run.cuda() && !cuda_here;
     study::Estimate e;
     if (!study::finished(v.state) && !skip) e = estimator.estimate(run, measure);
+    unknown += !study::finished(v.state) && !skip && e.seconds <= 0;
     estimates.push_back(e);
-    fmt::print("{:>5}  {:<36} {:<48} {:<11} {:>9}  {}\n", run.task, run.label(), run.run_id,
+    fmt::print("{:>5}  {:<{}}  {:<{}}  {:<11} {:>9}  {}\n", run.task, run.label(), wl, run.run_id, wi,
                skip ? "skipped" : study::state_name(v.state),
                study::finished(v.state) || skip ? "-" : (e.seconds > 0 ? format_duration(e.seconds) : "?"),
                skip ? "no CUDA on this host" : e.source);
@@ -210,9 +215,13 @@ int plan_command(const std::string& file, const std::string& out_flag, bool meas
   for (int i = 0; i < trainer::cuda_device_count(); ++i) host.gpus.push_back(i);
   double total = 0;
   for (const auto& e : estimates) total += e.seconds;
-  fmt::print("\n{} of training in all; about {} on this host ({} cores, {} GPUs, one run per GPU)\n",
-             format_duration(total), format_duration(study::simulate(*s, estimates, host)), host.cores.size(),
-             host.gpus.size());
+  if (total == 0 && unknown > 0) {
+    fmt::print("\nthe cost of the {} runs to do is unknown (study plan without --no-measure times them)\n", unknown);
+    return 0;
+  }
+  fmt::print("\n{} of training in all{}; about {} on this host ({} cores, {} GPUs, one run per GPU)\n",
+             format_duration(total), unknown ? fmt::format(" ({} runs of unknown cost counted as the mean)", unknown) : "",
+             format_duration(study::simulate(*s, estimates, host)), host.cores.size(), host.gpus.size());
   return 0;
 }
 

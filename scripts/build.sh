@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Configures and builds saddlescope in ./build (Release, Ninja, ccache when present).
-# Extra arguments go to cmake's configure step, e.g. -DCMAKE_PREFIX_PATH=<PyTorch's cmake prefix>.
+#   scripts/build.sh [--target TARGET] [cmake configure args...]
+# --target builds only that (the quickstart builds only the saddlescope binary, not the tests). Extra
+# arguments go to cmake's configure step, e.g. -DCMAKE_PREFIX_PATH=<PyTorch's cmake prefix>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target=()
+if [ "${1:-}" = --target ]; then
+  target=(--target "${2:?--target needs a target name}")
+  shift 2
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(nproc)" "${target[@]}"

@@ -1,72 +1,57 @@
 #!/usr/bin/env bash
-# The determinism tables of docs/determinism.md: for each execution config, is it bitwise
-# reproducible run to run (and if not, from which step), and how far is it after N steps from the
-# CPU 1-thread run and from a float64 reference, all from bit-identical initial weights.
-#   scripts/determinism.sh OUT_DIR [STEPS] [cpu|cuda|both] [autoencoder|prednet]
-# autoencoder: MNIST, batch 64. prednet: default size on Moving MNIST, batch 1 (the seed study's).
+# The determinism tables of docs/determinism.md: for each execution config of a study, is it bitwise
+# reproducible run to run (and if not, from which step), and how far is it after its steps from the
+# cpu-1thread run and from the float64 run, all from bit-identical initial weights. The study
+# (studies/determinism.toml: the autoencoder; studies/determinism-prednet.toml: PredNet at batch 1) is
+# run twice, into OUT_DIR/repeat-1 and OUT_DIR/repeat-2: the same run ids, two runs of each. CUDA
+# configs are skipped on a host without CUDA. Reruns continue where a killed one stopped.
+#   scripts/determinism.sh OUT_DIR [STUDY_FILE]
 # Prints a Markdown table (and writes OUT_DIR/table.md). Needs MNIST in the data cache.
 set -euo pipefail
-out=${1:?usage: determinism.sh OUT_DIR [STEPS] [cpu|cuda|both] [autoencoder|prednet]}
-steps=${2:-2000}
-which=${3:-both}
-model=${4:-autoencoder}
+out=${1:?usage: determinism.sh OUT_DIR [STUDY_FILE]}
+study=${2:-studies/determinism.toml}
 bin=${SADDLESCOPE:-./build/saddlescope}
-case $model in
-  autoencoder) common="--model autoencoder --data mnist --seed 7 --batch-size 64 --lr 1e-3 --steps $steps --snapshot-every 100" ;;
-  prednet) common="--model prednet --data moving-mnist --eval-sequences 64 --seed 3 --batch-size 1 --lr 1e-3 --steps $steps --snapshot-every $(( (steps + 1) / 2 ))" ;;
-  *) echo "determinism.sh: model must be autoencoder or prednet, got '$model'" >&2; exit 2 ;;
-esac
-cores=$(nproc)
 
-configs=("cpu-1thread|--device cpu --threads 1" "cpu-${cores}threads|--device cpu --threads $cores")
-if [ "$which" != cpu ]; then
-  configs+=("cuda|--device cuda --threads 1"
-            "cuda-nocudnn|--device cuda --threads 1 --cudnn false"
-            "cuda-deterministic|--device cuda --threads 1 --deterministic strict"
-            "cuda-tf32|--device cuda --threads 1 --tf32-matmul true"
-            "cuda-deterministic-tf32|--device cuda --threads 1 --deterministic strict --tf32-matmul true")
-  # PredNet's convolutions are where cuDNN and its TF32 matter; and CUDA graphs must not change bits.
-  [ "$model" = prednet ] && configs+=("cuda-tf32-cudnn-off|--device cuda --threads 1 --tf32-cudnn false"
-                                      "cuda-eager|--device cuda --threads 1 --cuda-graph false")
-fi
-[ "$which" = cuda ] && configs=("${configs[@]:2}") && configs=("cpu-1thread|--device cpu --threads 1" "${configs[@]}")
+mkdir -p "$out"
+for r in 1 2; do
+  "$bin" study run "$study" --out "$out/repeat-$r" >"$out/repeat-$r.log" 2>&1 ||
+    echo "determinism.sh: some runs failed; see $out/repeat-$r.log" >&2
+done
 
-# The float64 CPU run: the trajectory-level high-precision reference.
-rm -rf "$out/float64"
-$bin train $common --device cpu --threads "$cores" --dtype float64 --out "$out/float64" --force >/dev/null
-ref64=$(ls -d "$out"/float64/runs/*)
+# config name -> run id, from the plan (task, model/config/seed, run id, state, ...).
+declare -A id_of
+while read -r _ label id _; do
+  config=${label#*/}
+  id_of[${config%/*}]=$id
+done < <("$bin" study plan "$study" --out "$out/repeat-1" --no-measure | awk '$1 ~ /^[0-9]+$/')
+configs=$("$bin" study plan "$study" --out "$out/repeat-1" --no-measure | awk '$1 ~ /^[0-9]+$/ {split($2, p, "/"); print p[2]}')
 
-run_of() { ls -d "$out/$1/repeat-1/runs/"*; }
-field() { grep -o "\"$2\": [^,}]*" "$1/manifest.json" | head -1 | sed 's/.*: //' || true; }
+run_of() { echo "$out/repeat-$2/runs/${id_of[$1]}"; }
+field() { grep -o "\"$2\": [^,}]*" "$1/manifest.json" 2>/dev/null | head -1 | sed "s/.*: //" || true; }
 # rel_l2 and max_ulp_distance at the last common snapshot, and the first differing loss step:
 # "rel ulp first". The per-snapshot table's columns are found by name in its header.
 distance() {
-  local d csv
+  local d csv last first
   csv=$(mktemp)
-  d=$($bin diverge "$1" "$2" --csv "$csv")
-  local last
+  d=$("$bin" diverge "$1" "$2" --csv "$csv")
   last=$(awk -F, 'NR==1 {for (i=1;i<=NF;i++) c[$i]=i; next} {l=$(c["rel_l2"]) " " $(c["max_ulp_distance"])} END {print l}' "$csv")
   rm -f "$csv"
-  local first
   first=$(echo "$d" | grep -o 'losses first differ at step [0-9]*' | grep -o '[0-9]*$' || true)
   echo "$last ${first:--}"
 }
 
+steps=$(field "$(run_of cpu-1thread 1)" steps_completed)
 table="| config | bitwise reproducible (2 runs) | first differing step | vs cpu-1thread after $steps steps: rel L2, max ULP, first differing step | vs float64: rel L2 | final loss | test MSE | steps/s |
 |---|---|---|---|---|---|---|---|"
-for c in "${configs[@]}"; do
-  name=${c%%|*}
-  flags=${c#*|}
-  rm -rf "${out:?}/$name"
-  log=$($bin repeatability --repeats 2 $common $flags --out "$out/$name" 2>&1) || { echo "$name failed: $log" >&2; continue; }
-  verdict=$(echo "$log" | grep -o 'bitwise reproducible: [a-z]*' | sed 's/.*: //')
-  first=$(echo "$log" | grep -o 'losses from step [0-9-]*' | head -1 | sed 's/.* //' || true)
-  run=$(run_of "$name")
-  read -r rel ulp dfirst <<<"$(distance "$(run_of cpu-1thread)" "$run")"
-  read -r rel64 _ _ <<<"$(distance "$ref64" "$run")"
+for name in $configs; do
+  a=$(run_of "$name" 1) b=$(run_of "$name" 2)
+  [ "$(field "$a" status)" = '"completed"' ] && [ "$(field "$b" status)" = '"completed"' ] || continue
+  read -r rrel _ rfirst <<<"$(distance "$a" "$b")"
+  read -r rel ulp dfirst <<<"$(distance "$(run_of cpu-1thread 1)" "$a")"
+  read -r rel64 _ _ <<<"$(distance "$(run_of float64 1)" "$a")"
   table+="
-| $name | $verdict | ${first:--} | $(printf '%.3g, %.0f, %s' "$rel" "$ulp" "$dfirst") | $(printf %.3g "$rel64") \
-| $(printf %.6f "$(field "$run" final_loss)") | $(printf %.6f "$(field "$run" mse)") \
-| $(printf %.0f "$(field "$run" steps_per_s)") |"
+| $name | $([ "$rfirst" = - ] && [ "$(printf %g "$rrel")" = 0 ] && echo yes || echo no) | $rfirst | $(printf '%.3g, %.0f, %s' "$rel" "$ulp" "$dfirst") \
+| $(printf %.3g "$rel64") | $(printf %.6f "$(field "$a" final_loss)") | $(printf %.6f "$(field "$a" mse)") \
+| $(printf %.0f "$(field "$a" steps_per_s)") |"
 done
 echo "$table" | tee "$out/table.md"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The main job, from a fresh Debian 12 machine: install, build, fetch MNIST, train the autoencoder
-# (examples/autoencoder.toml), print its summary and leave the run directory under runs/quickstart/.
+# The main job, from a fresh Debian 12 machine: install, build the saddlescope binary (not the tests),
+# fetch MNIST, run the quick study (studies/quick.toml: the autoencoder under four CPU execution
+# configs and three seeds, CUDA configs too where there is a GPU) into runs/quick, and print its state.
+# Run it again to continue a study that was stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh --target saddlescope
 ./build/saddlescope data fetch mnist
-./build/saddlescope train --config examples/autoencoder.toml --force
+./build/saddlescope study run studies/quick.toml
+./build/saddlescope study status runs/quick
