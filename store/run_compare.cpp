@@ -18,9 +18,11 @@ using json = nlohmann::json;
 // Manifest fields that say when, where or by which process a run ran, or how it ended in words, not
 // what it computed. `config` is not compared either: the keys that decide the result are hashed into
 // the run id (equal ids, equal keys), the others are paths and cadences (out, data_dir, log_every,
-// snapshot_every, ...). Nor is data.source, which names the files read by their paths.
-constexpr const char* kNotResults[] = {"run_id",  "merged_from", "process", "timings",         "steps_per_s",
-                                       "resumes", "stopped_by",  "error",   "checkpoint_step", "config"};
+// snapshot_every, ...). Nor is data.source, which names the files read by their paths, nor `study`: which
+// study ran the run, as which task, sharing its GPU how.
+constexpr const char* kNotResults[] = {"run_id",  "merged_from", "process",         "timings", "steps_per_s",
+                                       "resumes", "stopped_by",  "checkpoint_step", "config",  "error",
+                                       "study"};
 
 // A JSON value for a message: compact, at most 60 characters.
 std::string brief(const json& v) {

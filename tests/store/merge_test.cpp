@@ -111,6 +111,8 @@ TEST(Merge, TheSameRunTwiceIsKeptOnceWhateverItsWallClock) {
   again.resumes = 2;
   again.checkpoint_step = 4;
   again.steps_per_s = 0.03;
+  // Run by another study, sharing its GPU another way: provenance, not a result.
+  again.extra["study"] = {{"name", "other"}, {"task", 4}, {"gpu", {{"sharing", "mps"}, {"runs_per_gpu", 8}}}};
   std::string b = add_run(s.b, again);
   auto rows = testing::metrics_rows(10);
   for (auto& row : rows) row.wall_s *= 7;  // another machine's clock: not a result
