@@ -300,8 +300,8 @@ Result<StudySummary> run_local(const Study& study, const std::string& out, const
   std::map<const StudyRun*, int64_t> progress_steps;  // steps done this session by finished tries
   int forwarded = 0;
   auto detail = [&] {
-    return fmt::format("{} done · {} running · {} failed · {} left", sum.completed + sum.diverged, running.size(),
-                       sum.failed, todo.size());
+    return fmt::format("{} done · {} running · {} failed · {} left{}", sum.completed + sum.diverged, running.size(),
+                       sum.failed, todo.size(), sum.skipped ? fmt::format(" · {} skipped", sum.skipped) : "");
   };
   auto steps_now = [&] {
     int64_t steps = 0;
