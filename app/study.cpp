@@ -96,15 +96,10 @@ int run_command(const std::string& file, const std::string& out_flag, const stud
   return r->failed ? 1 : 0;
 }
 
-// The sbatch command as one line a user could paste (for --dry-run): arguments quoted when needed.
+// The sbatch command as one line a user could paste (for --dry-run).
 std::string shell_line(const std::vector<std::string>& argv) {
   std::string line;
-  for (const auto& a : argv) {
-    bool plain = !a.empty() && a.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-=.,/:%") == std::string::npos;
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    line += (line.empty() ? "" : " ") + (plain ? a : q + "'");
-  }
+  for (const auto& a : argv) line += (line.empty() ? "" : " ") + shell_quote(a);
   return line;
 }
 
@@ -191,7 +186,7 @@ int plan_command(const std::string& file, const std::string& out_flag, bool meas
   auto s = load(file, out_flag);
   if (!s) return fail(s.status().message());
   const std::string out = s->runs.front().cfg.out;
-  const bool cuda_here = trainer::cuda_device_count() > 0;
+  const int gpus = trainer::cuda_device_count();
   study::Estimator estimator(out, self_path(), file);
   size_t wl = 3, wi = 6;  // column widths: the longest label and run id
   for (const auto& run : s->runs) wl = std::max(wl, run.label().size()), wi = std::max(wi, run.run_id.size());
@@ -201,7 +196,7 @@ int plan_command(const std::string& file, const std::string& out_flag, bool meas
   int unknown = 0;
   for (const auto& run : s->runs) {
     study::RunView v = study::inspect_run(out, run.run_id);
-    bool skip = run.cuda() && !cuda_here;
+    bool skip = run.cuda() && gpus == 0;
     study::Estimate e;
     if (!study::finished(v.state) && !skip) e = estimator.estimate(run, measure);
     unknown += !study::finished(v.state) && !skip && e.seconds <= 0;
@@ -212,7 +207,7 @@ int plan_command(const std::string& file, const std::string& out_flag, bool meas
                skip ? "no CUDA on this host" : e.source);
   }
   study::HostSlots host{study::usable_cores(), {}, 1, 0};
-  for (int i = 0; i < trainer::cuda_device_count(); ++i) host.gpus.push_back(i);
+  for (int i = 0; i < gpus; ++i) host.gpus.push_back(i);
   double total = 0;
   for (const auto& e : estimates) total += e.seconds;
   if (total == 0 && unknown > 0) {

@@ -18,8 +18,9 @@ namespace saddlescope {
 
 namespace {
 
-// Runs argv; its stdout into `out` when not null (else discarded).
-Status run(const std::vector<std::string>& argv, const std::string& cwd, std::string* out) {
+// Runs argv; its stdout into `out` when not null (else discarded); its stdin `input` when not null
+// (else the caller's).
+Status run(const std::vector<std::string>& argv, const std::string& cwd, std::string* out, const std::string* input) {
   SADDLESCOPE_CHECK(!argv.empty());
   std::string command;
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
@@ -35,8 +36,19 @@ Status run(const std::vector<std::string>& argv, const std::string& cwd, std::st
     std::remove(err_path);
     return Status::Error("cannot create a temporary file to run '" + command + "'");
   }
+  char in_path[] = "/tmp/saddlescope-stdin-XXXXXX";
+  int in_fd = input ? mkstemp(in_path) : -1;
+  if (input && (in_fd < 0 || write(in_fd, input->data(), input->size()) != static_cast<ssize_t>(input->size()))) {
+    for (int fd : {err_fd, out_fd, in_fd})
+      if (fd >= 0) close(fd);
+    std::remove(err_path);
+    if (out) std::remove(out_path);
+    if (in_fd >= 0) std::remove(in_path);
+    return Status::Error("cannot create a temporary file to run '" + command + "'");
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  if (input) posix_spawn_file_actions_addopen(&actions, 0, in_path, O_RDONLY, 0);
   if (out) posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
   else posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
@@ -51,6 +63,7 @@ Status run(const std::vector<std::string>& argv, const std::string& cwd, std::st
   posix_spawn_file_actions_destroy(&actions);
   close(err_fd);
   if (out) close(out_fd);
+  if (input) close(in_fd);
   Status result;
   if (rc != 0) {
     result = Status::Error("cannot run '" + command + "': " + std::strerror(rc));
@@ -68,6 +81,7 @@ Status run(const std::vector<std::string>& argv, const std::string& cwd, std::st
     }
   }
   std::remove(err_path);
+  if (input) std::remove(in_path);
   if (out) {
     std::ifstream in(out_path, std::ios::binary);
     *out = std::string(std::istreambuf_iterator<char>(in), {});
@@ -78,11 +92,17 @@ Status run(const std::vector<std::string>& argv, const std::string& cwd, std::st
 
 }  // namespace
 
-Status run_process(const std::vector<std::string>& argv, const std::string& cwd) { return run(argv, cwd, nullptr); }
+Status run_process(const std::vector<std::string>& argv, const std::string& cwd) {
+  return run(argv, cwd, nullptr, nullptr);
+}
+
+Status run_process_with_input(const std::vector<std::string>& argv, const std::string& input) {
+  return run(argv, "", nullptr, &input);
+}
 
 Result<std::string> run_process_output(const std::vector<std::string>& argv, const std::string& cwd) {
   std::string out;
-  SADDLESCOPE_RETURN_IF_ERROR(run(argv, cwd, &out));
+  SADDLESCOPE_RETURN_IF_ERROR(run(argv, cwd, &out, nullptr));
   return out;
 }
 

@@ -18,13 +18,15 @@ for r in 1 2; do
     echo "determinism.sh: some runs failed; see $out/repeat-$r.log" >&2
 done
 
-# config name -> run id, from the plan (task, model/config/seed, run id, state, ...).
+# config name -> run id, in the plan's order, from its rows (task, model/config/seed, run id, state, ...).
 declare -A id_of
+configs=()
 while read -r _ label id _; do
   config=${label#*/}
-  id_of[${config%/*}]=$id
+  config=${config%/*}
+  id_of[$config]=$id
+  configs+=("$config")
 done < <("$bin" study plan "$study" --out "$out/repeat-1" --no-measure | awk '$1 ~ /^[0-9]+$/')
-configs=$("$bin" study plan "$study" --out "$out/repeat-1" --no-measure | awk '$1 ~ /^[0-9]+$/ {split($2, p, "/"); print p[2]}')
 
 run_of() { echo "$out/repeat-$2/runs/${id_of[$1]}"; }
 field() { grep -o "\"$2\": [^,}]*" "$1/manifest.json" 2>/dev/null | head -1 | sed "s/.*: //" || true; }
@@ -43,7 +45,7 @@ distance() {
 steps=$(field "$(run_of cpu-1thread 1)" steps_completed)
 table="| config | bitwise reproducible (2 runs) | first differing step | vs cpu-1thread after $steps steps: rel L2, max ULP, first differing step | vs float64: rel L2 | final loss | test MSE | steps/s |
 |---|---|---|---|---|---|---|---|"
-for name in $configs; do
+for name in "${configs[@]}"; do
   a=$(run_of "$name" 1) b=$(run_of "$name" 2)
   [ "$(field "$a" status)" = '"completed"' ] && [ "$(field "$b" status)" = '"completed"' ] || continue
   read -r rrel _ rfirst <<<"$(distance "$a" "$b")"

@@ -51,9 +51,10 @@ Estimate Estimator::estimate(const StudyRun& run, bool measure) {
     r->eval_s = mean(r->eval_s, t.eval_s);
     ++r->runs;
   };
-  if (by_key_.empty())
+  if (!scanned_)  // once: the finished runs do not change while a plan is made
     for (const auto& dir : store::list_run_dirs(out_))
       if (auto r = store::RunDir::open(dir)) rates_of(r->manifest(), &by_key_[r->manifest().config_key]);
+  scanned_ = true;
 
   const std::string key = run.cfg.config_key();
   Estimate e;
@@ -96,23 +97,17 @@ double simulate(const Study& study, const std::vector<Estimate>& estimates, cons
   for (const auto& e : estimates)
     if (e.seconds > 0) known += e.seconds, ++n_known;
   const double fill = n_known ? known / n_known : 0;
-  // The runner's order (runner.cpp): GPU runs first, CPU runs widest first, then the plan's.
-  std::vector<size_t> queue;
+  std::vector<const StudyRun*> queue;
   for (size_t i = 0; i < study.runs.size(); ++i)
-    if (estimates[i].seconds > 0 || estimates[i].source.rfind("unknown", 0) == 0) queue.push_back(i);
-  std::stable_sort(queue.begin(), queue.end(), [&](size_t a, size_t b) {
-    const StudyRun &ra = study.runs[a], &rb = study.runs[b];
-    if (ra.cuda() != rb.cuda()) return ra.cuda();
-    return !ra.cuda() && ra.cfg.execution.threads > rb.cfg.execution.threads;
-  });
+    if (estimates[i].seconds > 0 || estimates[i].source.rfind("unknown", 0) == 0) queue.push_back(&study.runs[i]);
+  order_runs(&queue);
   Slots slots(host);
   struct Running { double ends; Grant grant; };
   std::vector<Running> running;
   double now = 0;
   while (!queue.empty() || !running.empty()) {
     for (auto it = queue.begin(); it != queue.end();) {
-      const StudyRun& r = study.runs[*it];
-      Need need{r.cfg.execution.threads, r.cuda(), r.cuda_index()};
+      const Need need = need_of(**it);
       if (!slots.possible(need)) {
         it = queue.erase(it);
         continue;
@@ -122,7 +117,8 @@ double simulate(const Study& study, const std::vector<Estimate>& estimates, cons
         ++it;
         continue;
       }
-      const double s = estimates[*it].seconds > 0 ? estimates[*it].seconds : fill;
+      const Estimate& e = estimates[*it - study.runs.data()];
+      const double s = e.seconds > 0 ? e.seconds : fill;
       running.push_back({now + s, *g});
       it = queue.erase(it);
     }

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "saddlescope/base/process.h"
 #include "saddlescope/base/progress.h"
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/base/text.h"
@@ -72,32 +73,6 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-// Starts argv[0] (from PATH) with its stdin fed `input` and its output discarded; waits; its exit status.
-int run_with_input(const std::vector<std::string>& argv, const std::string& input) {
-  int fds[2];
-  if (::pipe(fds) != 0) return -1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[0], 0);
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[0]);
-  if (!input.empty()) (void)!::write(fds[1], input.data(), input.size());
-  ::close(fds[1]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // An MPS control daemon of the study's own (its pipe and log directories private to it, so that it
 // neither finds nor disturbs another one), started before the first GPU run and told to quit after.
 class Mps {
@@ -110,10 +85,10 @@ class Mps {
     if (ec) return Status::Error("cannot create " + dir + " for MPS: " + ec.message());
     ::setenv("CUDA_MPS_PIPE_DIRECTORY", (dir + "/pipe").c_str(), 1);
     ::setenv("CUDA_MPS_LOG_DIRECTORY", (dir + "/log").c_str(), 1);
-    if (run_with_input({"nvidia-cuda-mps-control", "-d"}, "") != 0) {
+    if (Status started = run_process({"nvidia-cuda-mps-control", "-d"}); !started.ok()) {
       ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");
       ::unsetenv("CUDA_MPS_LOG_DIRECTORY");
-      return Status::Error("nvidia-cuda-mps-control -d failed (its log: " + dir + "/log)");
+      return Status::Error(started.message() + " (its log: " + dir + "/log)");
     }
     return Mps(dir);
   }
@@ -121,7 +96,7 @@ class Mps {
   Mps& operator=(Mps&&) = delete;
   ~Mps() {
     if (dir_.empty()) return;
-    run_with_input({"nvidia-cuda-mps-control"}, "quit\n");
+    (void)run_process_with_input({"nvidia-cuda-mps-control"}, "quit\n");
     ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");
     ::unsetenv("CUDA_MPS_LOG_DIRECTORY");
     (void)remove_tree(dir_);  // not std::filesystem::remove_all: LibTorch 2.x exports a broken copy
@@ -204,14 +179,9 @@ Result<pid_t> spawn(const std::string& self, const std::string& out, const Study
   return pid;
 }
 
-// Runs to do, in the order they are tried: GPU runs first (they are the long ones), then CPU runs
-// widest first (a run on all cores goes before the narrow ones fill them), then the plan's order.
-std::vector<const StudyRun*> order(std::vector<const StudyRun*> runs) {
-  std::stable_sort(runs.begin(), runs.end(), [](const StudyRun* a, const StudyRun* b) {
-    if (a->cuda() != b->cuda()) return a->cuda();
-    return !a->cuda() && a->cfg.execution.threads > b->cfg.execution.threads;
-  });
-  return runs;
+// Where a try of `run` starts: its checkpoint when it resumes, 0 when it starts from the beginning.
+int64_t resume_step(const RunView& view) {
+  return view.checkpoint_step && view.state != RunState::kFailed ? *view.checkpoint_step : 0;
 }
 
 }  // namespace
@@ -246,7 +216,6 @@ Result<StudySummary> run_local(const Study& study, const std::string& out, const
   // What each run needs, and which can run here at all.
   std::vector<const StudyRun*> todo;
   int64_t remaining_steps = 0;
-  std::map<const StudyRun*, int64_t> done_before;
   bool any_gpu = false;
   for (const StudyRun& run : study.runs) {
     RunView view = inspect_run(out, run.run_id);
@@ -254,8 +223,7 @@ Result<StudySummary> run_local(const Study& study, const std::string& out, const
       ++sum.already_done;
       continue;
     }
-    Need need{run.cfg.execution.threads, run.cuda(), run.cuda_index()};
-    if (!slots.possible(need)) {
+    if (!slots.possible(need_of(run))) {
       std::string why = run.cuda_index() >= 0
                             ? fmt::format("needs GPU {}, which this host does not have (or --gpus left out)", run.cuda_index())
                             : "needs a CUDA GPU; this host has none (or --gpus is empty)";
@@ -266,10 +234,9 @@ Result<StudySummary> run_local(const Study& study, const std::string& out, const
     }
     any_gpu |= run.cuda();
     todo.push_back(&run);
-    done_before[&run] = view.checkpoint_step && view.state != RunState::kFailed ? *view.checkpoint_step : 0;
-    remaining_steps += run.cfg.steps - done_before[&run];
+    remaining_steps += run.cfg.steps - resume_step(view);
   }
-  todo = order(std::move(todo));
+  order_runs(&todo);
 
   std::string sharing = "time-slice";
   std::optional<Mps> mps;
@@ -373,7 +340,7 @@ Result<StudySummary> run_local(const Study& study, const std::string& out, const
         it = todo.erase(it);
         continue;
       }
-      auto grant = slots.take(Need{run.cfg.execution.threads, run.cuda(), run.cuda_index()});
+      auto grant = slots.take(need_of(run));
       if (!grant) {
         ++it;
         continue;
@@ -383,8 +350,7 @@ Result<StudySummary> run_local(const Study& study, const std::string& out, const
         slots.give_back(*grant);
         return pid.status();
       }
-      int64_t start_step = view.checkpoint_step && view.state != RunState::kFailed ? *view.checkpoint_step : 0;
-      running.push_back({*pid, &run, *grant, Clock::now(), start_step});
+      running.push_back({*pid, &run, *grant, Clock::now(), resume_step(view)});
       it = todo.erase(it);
     }
 

@@ -4,6 +4,15 @@
 
 namespace saddlescope::study {
 
+Need need_of(const StudyRun& run) { return {run.cfg.execution.threads, run.cuda(), run.cuda_index()}; }
+
+void order_runs(std::vector<const StudyRun*>* runs) {
+  std::stable_sort(runs->begin(), runs->end(), [](const StudyRun* a, const StudyRun* b) {
+    if (a->cuda() != b->cuda()) return a->cuda();
+    return !a->cuda() && a->cfg.execution.threads > b->cfg.execution.threads;
+  });
+}
+
 Slots::Slots(HostSlots host)
     : host_(std::move(host)), core_busy_(host_.cores.size(), false), gpu_load_(host_.gpus.size(), 0) {}
 

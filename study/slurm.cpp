@@ -20,13 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 'text' for a POSIX shell: nothing inside single quotes is special but the quote itself.
-std::string quote(const std::string& text) {
-  std::string q = "'";
-  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string jobs_file(const std::string& out) { return out + "/slurm/jobs.json"; }
 
 }  // namespace
@@ -65,7 +58,7 @@ Result<std::vector<SlurmJob>> plan_slurm(const Study& study, const std::string& 
         "# Study {}, runs {}: one array task per run (`saddlescope study plan` lists the task numbers).\n"
         "# A task Slurm requeues resumes its run from the last checkpoint.\n"
         "exec {} study exec {} --out {} --task \"$SLURM_ARRAY_TASK_ID\"{}\n",
-        study.name, group, quote(o.self), quote(out + "/study.toml"), quote(out),
+        study.name, group, shell_quote(o.self), shell_quote(out + "/study.toml"), shell_quote(out),
         group.rfind("cuda", 0) == 0 ? fmt::format(" --gpu-sharing slurm --per-gpu 1") : "");
     job.sbatch = {"sbatch", "--parsable", "--job-name=saddlescope-" + study.name + "-" + group,
                   "--array=" + array_spec(job.tasks), fmt::format("--cpus-per-task={}", cpus[group]),

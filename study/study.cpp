@@ -184,8 +184,12 @@ Result<Study> load_study(const std::string& path, const std::string& out) {
     for (const auto& c : configs)
       for (int64_t seed : *seeds) {
         trainer::ConfigBuilder builder;
+        bool threads_set = false;
         for (const Entries* e : {static_cast<const Entries*>(&base), &m, &c})
-          for (const auto& [k, v] : e->keys) SADDLESCOPE_RETURN_IF_ERROR(builder.set_value(k, v.first, v.second));
+          for (const auto& [k, v] : e->keys) {
+            SADDLESCOPE_RETURN_IF_ERROR(builder.set_value(k, v.first, v.second));
+            threads_set |= k == "threads";
+          }
         SADDLESCOPE_RETURN_IF_ERROR(builder.set_value("seed", seed, p.where(*seeds_node) + " (seeds)"));
         SADDLESCOPE_RETURN_IF_ERROR(builder.set_value("out", out_dir, "--out"));
         std::vector<std::string> warnings;
@@ -193,9 +197,7 @@ Result<Study> load_study(const std::string& path, const std::string& out) {
         if (!cfg) return cfg.status();
         for (auto& w : warnings)
           if (warned.insert(w).second) study.warnings.push_back(w);
-        StudyRun run{static_cast<int64_t>(study.runs.size()), m.name, c.name, seed, std::move(*cfg), "", false};
-        for (const Entries* e : {static_cast<const Entries*>(&base), &m, &c})
-          for (const auto& kv : e->keys) run.threads_set |= kv.first == "threads";
+        StudyRun run{static_cast<int64_t>(study.runs.size()), m.name, c.name, seed, std::move(*cfg), "", threads_set};
         run.run_id = store::make_run_id(run.cfg.run_prefix(), run.cfg.identity());
         auto [it, fresh] = seen.emplace(run.run_id, run.label());
         if (!fresh)

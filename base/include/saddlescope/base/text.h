@@ -23,6 +23,16 @@ inline bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// `text` as one word for a POSIX shell: as it is when it holds only characters no shell treats
+// specially, else in single quotes (inside which only the quote itself needs escaping).
+inline std::string shell_quote(const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-=.,/:%@+") ==
+                           std::string::npos)
+    return text;
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
 // A whole decimal integer: false for "", "12x", "1.5" or a value outside int64.
 inline bool parse_int(const std::string& s, int64_t* out) {
   if (s.empty()) return false;

@@ -36,6 +36,7 @@ class Estimator {
     int runs = 0;
   };
   std::string out_, self_, file_;
+  bool scanned_ = false;
   std::map<std::string, Rates> by_key_;  // config_key -> rates of finished runs in out_
   std::map<std::string, Rates> measured_;
 };

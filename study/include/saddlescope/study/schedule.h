@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "saddlescope/study/study.h"
+
 namespace saddlescope::study {
 
 struct HostSlots {
@@ -23,6 +25,14 @@ struct Need {
   bool gpu = false;     // a GPU run: one slot on a GPU, and one core
   int gpu_index = -1;   // a GPU run that names its device (cuda:N) needs a slot on that GPU
 };
+
+// What `run` needs: its threads, or a GPU slot (on GPU N for cuda:N).
+Need need_of(const StudyRun& run);
+
+// The order runs are tried in (the runner's and the plan's simulation of it): GPU runs first (they are
+// the long ones), then CPU runs widest first (a run on all cores goes before narrow ones fill them),
+// then the plan's order. Sorts stably.
+void order_runs(std::vector<const StudyRun*>* runs);
 
 // What a run was given.
 struct Grant {
