@@ -232,7 +232,11 @@ void OpTaps::mse_loss(const std::string& name, const at::Tensor& prediction, con
                       const at::Tensor& loss) {
   Impl& m = *impl_;
   m.tap(name, {&prediction, &target, &loss}, &seconds_, [&](const TapOp& op) {
-    auto c = m.capture<internal::MseCapture>(op, [] { return std::make_shared<internal::MseCapture>(); });
+    auto c = m.capture<internal::MseCapture>(op, [&] {
+      const bool dgrad = m.spec->get_bool("wgrad") && prediction.requires_grad();
+      return std::make_shared<internal::MseCapture>(dgrad ? m.samples(op, "dgrad", prediction.numel())
+                                                          : std::vector<int64_t>{});
+    });
     return c->on_call(m.next_call(op), prediction, target, loss);
   });
 }

@@ -1,6 +1,7 @@
 #include "tap_capture.h"
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -44,6 +45,16 @@ TapRow row(const char* phase, std::string index, int64_t call, const reference::
   r.terms = e.n;
   r.report = reference::assess(e, observed);
   return r;
+}
+
+// The flat index `flat` as coordinates in `shape`, joined by ':'.
+std::string coordinates(int64_t flat, const std::vector<int64_t>& shape) {
+  std::string index;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    index = std::to_string(flat % shape[d]) + (index.empty() ? "" : ":") + index;
+    flat /= shape[d];
+  }
+  return index;
 }
 
 // Position of v in the ascending vector `sorted`. REQUIRES: present.
@@ -252,11 +263,7 @@ Status ElementwiseCapture::on_call(int64_t call, const at::Tensor& x, const at::
 Status ElementwiseCapture::evaluate(std::vector<TapRow>* rows) {
   for (const Call& c : calls_) {
     for (size_t i = 0; i < c.flat.size(); ++i) {
-      std::string index;  // the multi-index in y's shape
-      for (int64_t d = static_cast<int64_t>(shape_.size()) - 1, rest = c.flat[i]; d >= 0; --d) {
-        index = std::to_string(rest % shape_[d]) + (index.empty() ? "" : ":") + index;
-        rest /= shape_[d];
-      }
+      const std::string index = coordinates(c.flat[i], shape_);
       const auto j = static_cast<int64_t>(i);
       if (c.x.scalar_type() == at::kDouble) {
         auto e = reference::evaluate_elementwise(op_, c.x[j].item<double>());
@@ -272,27 +279,83 @@ Status ElementwiseCapture::evaluate(std::vector<TapRow>* rows) {
   return Status::Ok();
 }
 
+namespace {
+
+// Copies the loss node's gradient for `prediction` (its first input) at the sampled elements.
+class MseGradHook : public torch::autograd::FunctionPostHook {
+ public:
+  using Sink = std::function<void(const at::Tensor& upstream, const at::Tensor& grad)>;
+  explicit MseGradHook(Sink sink) : sink_(std::move(sink)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& grad_inputs,
+                                            const torch::autograd::variable_list& grad_outputs) override {
+    if (!grad_inputs.empty() && grad_inputs[0].defined() && !grad_outputs.empty() && grad_outputs[0].defined())
+      sink_(grad_outputs[0], grad_inputs[0]);
+    return grad_inputs;
+  }
+
+ private:
+  Sink sink_;
+};
+
+}  // namespace
+
 Status MseCapture::on_call(int64_t call, const at::Tensor& prediction, const at::Tensor& target, const at::Tensor& loss) {
   if (prediction.sizes() != target.sizes() || loss.numel() != 1 || prediction.scalar_type() != target.scalar_type() ||
       loss.scalar_type() != prediction.scalar_type())
     return Status::Error(fmt::format("prediction {} and target {} must have one shape and dtype, the loss one element",
                                      shape(prediction), shape(target)));
-  calls_.push_back({call, to_host(prediction), to_host(target), to_host(loss)});
+  calls_.push_back({call, to_host(prediction), to_host(target), to_host(loss), prediction.sizes().vec()});
+  const auto& node = loss.grad_fn();
+  if (grad_samples_.empty() || !node || node->name().find("MseLossBackward") == std::string::npos) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int64_t>(grads_.size()) <= call) grads_.resize(static_cast<size_t>(call) + 1);
+  }
+  at::Tensor index = device_indices(grad_samples_, prediction.device());
+  std::weak_ptr<MseCapture> self = std::static_pointer_cast<MseCapture>(shared_from_this());
+  node->add_post_hook(std::make_unique<MseGradHook>([self, call, index](const at::Tensor& up, const at::Tensor& g) {
+    auto capture = self.lock();
+    if (!capture) return;
+    Grad grad{to_host(up.reshape({})), to_host(g.detach().reshape({-1}).index_select(0, index))};
+    std::lock_guard<std::mutex> lock(capture->mutex_);
+    capture->grads_[static_cast<size_t>(call)] = std::move(grad);
+  }));
   return Status::Ok();
 }
 
+namespace {
+
+template <class T>
+Status mse_rows(const at::Tensor& prediction, const at::Tensor& target, const at::Tensor& loss, int64_t call,
+                const std::vector<int64_t>& shape, const std::vector<int64_t>& samples, const at::Tensor* upstream,
+                const at::Tensor* grad, std::vector<TapRow>* rows) {
+  const int64_t n = prediction.numel();
+  auto e = reference::evaluate_mse_loss(ptr<T>(prediction), n, ptr<T>(target), n);
+  if (!e) return e.status();
+  rows->push_back(row("fwd", "0", call, *e, loss.item<T>()));
+  if (!grad) return Status::Ok();
+  const T g = upstream->item<T>();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const int64_t j = samples[i];
+    auto d = reference::evaluate_mse_loss_grad(ptr<T>(prediction)[j], ptr<T>(target)[j], g, n);
+    if (!d) return d.status();
+    rows->push_back(row("dgrad", coordinates(j, shape), call, *d, grad->data_ptr<T>()[i]));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status MseCapture::evaluate(std::vector<TapRow>* rows) {
   for (const Call& c : calls_) {
-    const int64_t n = c.prediction.numel();
-    if (c.prediction.scalar_type() == at::kDouble) {
-      auto e = reference::evaluate_mse_loss(ptr<double>(c.prediction), n, ptr<double>(c.target), n);
-      if (!e) return e.status();
-      rows->push_back(row("fwd", "0", c.call, *e, c.loss.item<double>()));
-    } else {
-      auto e = reference::evaluate_mse_loss(ptr<float>(c.prediction), n, ptr<float>(c.target), n);
-      if (!e) return e.status();
-      rows->push_back(row("fwd", "0", c.call, *e, c.loss.item<float>()));
-    }
+    const Grad* g = c.call < static_cast<int64_t>(grads_.size()) && grads_[c.call].samples.defined() ? &grads_[c.call]
+                                                                                                       : nullptr;
+    const at::Tensor* up = g ? &g->upstream : nullptr;
+    const at::Tensor* samples = g ? &g->samples : nullptr;
+    Status s = c.prediction.scalar_type() == at::kDouble
+                   ? mse_rows<double>(c.prediction, c.target, c.loss, c.call, c.shape, grad_samples_, up, samples, rows)
+                   : mse_rows<float>(c.prediction, c.target, c.loss, c.call, c.shape, grad_samples_, up, samples, rows);
+    SADDLESCOPE_RETURN_IF_ERROR(s);
   }
   return Status::Ok();
 }

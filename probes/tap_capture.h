@@ -22,7 +22,7 @@ namespace saddlescope::probes::internal {
 
 // One ops.csv row, less the columns the op gives (step, op, kernel, dtype).
 struct TapRow {
-  std::string phase;  // fwd | wgrad
+  std::string phase;  // fwd | wgrad | dgrad
   std::string index;  // coordinates joined by ':'
   int64_t call = -1;  // the call of the op (-1: every call, for wgrad)
   double observed = 0;
@@ -111,9 +111,15 @@ class ElementwiseCapture : public Capture {
   std::vector<Call> calls_;
 };
 
-// loss = mean((prediction - target)^2): one element, every input copied.
+// loss = mean((prediction - target)^2): one element, every input copied. With gradient samples, also
+// dgrad: sampled elements of the loss's own gradient with respect to the prediction (what its backward
+// node returns, before other uses of the prediction add theirs), against g·2(p − t)/n computed from the
+// operands as the forward saw them — a backward that reads another target lies far beyond the bound.
+// They need the loss to be torch's mse_loss node (a post hook on MseLossBackward); for any other node
+// the dgrad rows are left out.
 class MseCapture : public Capture {
  public:
+  explicit MseCapture(std::vector<int64_t> grad_samples) : grad_samples_(std::move(grad_samples)) {}
   Status on_call(int64_t call, const at::Tensor& prediction, const at::Tensor& target, const at::Tensor& loss);
   Status evaluate(std::vector<TapRow>* rows) override;
 
@@ -121,8 +127,15 @@ class MseCapture : public Capture {
   struct Call {
     int64_t call;
     at::Tensor prediction, target, loss;  // host
+    std::vector<int64_t> shape;           // the prediction's
   };
+  struct Grad {
+    at::Tensor upstream, samples;  // host: the gradient arriving at the loss, and the sampled dL/dprediction
+  };
+  std::vector<int64_t> grad_samples_;  // flat indices into the prediction
   std::vector<Call> calls_;
+  std::mutex mutex_;         // grads_ is written from autograd's thread
+  std::vector<Grad> grads_;  // per call, or undefined when backward did not reach it
 };
 
 }  // namespace saddlescope::probes::internal

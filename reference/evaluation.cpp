@@ -163,6 +163,7 @@ const char* op_name(Op op) {
     case Op::kConv2dWeightGrad: return "conv2d_wgrad";
     case Op::kMseLoss: return "mse_loss";
     case Op::kMaeLoss: return "mae_loss";
+    case Op::kMseLossGrad: return "mse_loss_grad";
     case Op::kSigmoid: return "sigmoid";
     case Op::kTanh: return "tanh";
     case Op::kRelu: return "relu";

@@ -160,6 +160,32 @@ int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int6
   return span < 0 ? 0 : span / stride + 1;
 }
 
+template <class T>
+Result<Evaluation> loss_grad_impl(T x, T y, T g, int64_t n) {
+  if (n < 1) return Status::Error(fmt::format("mse_loss_grad: the loss must have >= 1 element, got {}", n));
+  Evaluation e;
+  e.op = Op::kMseLossGrad;
+  e.input_format = internal::format_of<T>();
+  e.n = 1;
+  e.rounding_steps = 5;
+  if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(g)) {
+    const double v = (static_cast<double>(x) - static_cast<double>(y)) * static_cast<double>(g);  // IEEE outcome
+    internal::set_nonfinite(e, std::isnan(v) ? Kind::kNaN : v > 0 ? Kind::kPlusInf : Kind::kMinusInf);
+    e.first_nonfinite = 0;
+    return e;
+  }
+  Superaccumulator sum;  // g·x − g·y, each product exact
+  sum.add_product(g, x);
+  sum.add_product(-g, y);
+  e.exact = sum.value();
+  const int twos = __builtin_ctzll(static_cast<uint64_t>(n));
+  e.divisor = n >> twos;
+  if (!e.exact.is_zero()) e.exact.exponent += 1 - twos;  // ·2/2^twos
+  internal::set_rounded(e);
+  e.abs_sum = std::fabs(e.f64);
+  return e;
+}
+
 }  // namespace
 
 int64_t Conv2dGeometry::out_height() const { return out_size(height, pad_h, dilation_h, kernel_h, stride_h); }
@@ -219,5 +245,8 @@ Result<Evaluation> evaluate_mae_loss(const float* x, int64_t nx, const float* y,
 Result<Evaluation> evaluate_mae_loss(const double* x, int64_t nx, const double* y, int64_t ny) {
   return loss_impl(Op::kMaeLoss, x, nx, y, ny);
 }
+
+Result<Evaluation> evaluate_mse_loss_grad(float x, float y, float g, int64_t n) { return loss_grad_impl(x, y, g, n); }
+Result<Evaluation> evaluate_mse_loss_grad(double x, double y, double g, int64_t n) { return loss_grad_impl(x, y, g, n); }
 
 }  // namespace saddlescope::reference

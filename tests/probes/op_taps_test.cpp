@@ -77,10 +77,13 @@ reference::Evaluation evaluation(Result<reference::Evaluation> e) {
 
 // A linear layer, a sigmoid and an MSE loss: forward through the taps, backward, record.
 struct LinearRun {
-  torch::Tensor x, w, b, y, a, target, gy;
+  torch::Tensor x, w, b, y, a, target, gy, ga;
 };
 
-LinearRun linear_run(OpTaps& taps, torch::Dtype dtype, bool corrupt_output = false, bool corrupt_grad = false) {
+// overwrite_target: the loss reads its target through an alias (invisible to autograd's version checks)
+// of a buffer that is overwritten between forward and backward — the planted alias-target fault.
+LinearRun linear_run(OpTaps& taps, torch::Dtype dtype, bool corrupt_output = false, bool corrupt_grad = false,
+                     bool overwrite_target = false) {
   auto gen = at::detail::createCPUGenerator(11);
   auto opts = torch::TensorOptions().dtype(dtype);
   LinearRun r;
@@ -94,9 +97,16 @@ LinearRun linear_run(OpTaps& taps, torch::Dtype dtype, bool corrupt_output = fal
   r.y.register_hook([&r](const torch::Tensor& g) { r.gy = g.clone(); });
   taps.linear("fc", r.x, r.w, r.b, r.y);
   r.a = torch::sigmoid(r.y);
+  r.a.register_hook([&r](const torch::Tensor& g) { r.ga = g.clone(); });
   taps.elementwise("fc.sigmoid", r.y, r.a);
-  torch::Tensor loss = torch::mse_loss(r.a, r.target);
-  taps.mse_loss("loss", r.a, r.target, loss);
+  torch::Tensor target = r.target;
+  if (overwrite_target) target = torch::from_blob(r.target.data_ptr(), r.target.sizes(), r.target.options());
+  torch::Tensor loss = torch::mse_loss(r.a, target);
+  taps.mse_loss("loss", r.a, target, loss);
+  if (overwrite_target) {
+    torch::NoGradGuard no_grad;
+    r.target.add_(0.25);  // the next batch's target lands in the buffer
+  }
   loss.backward();
   if (corrupt_grad) {
     torch::NoGradGuard no_grad;
@@ -117,7 +127,7 @@ void check_linear(torch::Dtype dtype, const char* name) {
   LinearRun run = linear_run(**taps, dtype);
   store::CsvText t = ops_csv(dir.path());
   EXPECT_EQ(t.columns, store::kOps.names());
-  ASSERT_EQ(t.rows.size(), 7u + 7u + 7u + 1u) << "fc fwd, fc wgrad, sigmoid, loss";
+  ASSERT_EQ(t.rows.size(), 7u + 7u + 7u + 1u + 7u) << "fc fwd, fc wgrad, sigmoid, loss fwd, loss dgrad";
   double worst = 0;
   for (const auto& r : t.rows) {
     EXPECT_EQ(at(t, r, "flag"), "within") << at(t, r, "op") << " " << at(t, r, "index");
@@ -138,6 +148,11 @@ void check_linear(torch::Dtype dtype, const char* name) {
       e = evaluation<T>(reference::evaluate_dot(g.data_ptr<T>(), 6, xi.data_ptr<T>(), 6));
       observed = run.w.grad()[c[0]][c[1]].template item<T>();
       EXPECT_EQ(at(t, r, "call"), "-1");
+    } else if (at(t, r, "op") == "loss" && at(t, r, "phase") == "dgrad") {  // 2 (a - t) / 30
+      e = evaluation<T>(reference::evaluate_mse_loss_grad(run.a[c[0]][c[1]].template item<T>(),
+                                                          run.target[c[0]][c[1]].template item<T>(), T(1), 30));
+      observed = run.ga[c[0]][c[1]].template item<T>();
+      EXPECT_EQ(number(t, r, "terms"), 1);
     } else {
       continue;
     }
@@ -149,7 +164,7 @@ void check_linear(torch::Dtype dtype, const char* name) {
   std::printf("[ max diff ] %s linear: largest error/bound %.3g\n", name, worst);
   auto rows = store::read_table(dir.path(), store::kOps);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
-  EXPECT_EQ(summarize_ops(*rows).size(), 4u) << "fc fwd, fc wgrad, fc.sigmoid fwd, loss fwd";
+  EXPECT_EQ(summarize_ops(*rows).size(), 5u) << "fc fwd, fc wgrad, fc.sigmoid fwd, loss fwd, loss dgrad";
 }
 
 TEST(OpTaps, LinearFloat32WithinTheBoundAndExactAsTheReference) { check_linear<float>(torch::kFloat32, "float32"); }
@@ -239,6 +254,22 @@ TEST(OpTaps, CorruptedValuesAreFlaggedBeyondTheBound) {
   for (const auto& s : summarize_ops(*rows)) {
     EXPECT_EQ(s.fraction_beyond, 1.0) << s.op << " " << s.phase;
     EXPECT_GT(s.max_abs_ulp, 100);
+  }
+}
+
+// The loss's gradient computed against a target overwritten after the forward (DESIGN.md's aliasing
+// story): the forward rows and the loss itself are right, the loss's dgrad rows lie far beyond the bound.
+TEST(OpTaps, GradientAgainstAnOverwrittenTargetIsBeyondTheBound) {
+  testing::TempDir dir;
+  auto taps = OpTaps::create({spec("ops:every=1,k=5,only=fc+loss")}, kLinearOps, dir.path());
+  ASSERT_TRUE(taps.ok());
+  linear_run(**taps, torch::kFloat32, false, false, /*overwrite_target=*/true);
+  store::CsvText t = ops_csv(dir.path());
+  ASSERT_EQ(t.rows.size(), 5u + 5u + 1u + 5u);
+  for (const auto& r : t.rows) {
+    const bool dgrad = at(t, r, "phase") == "dgrad";
+    EXPECT_EQ(at(t, r, "flag"), dgrad ? "beyond" : "within") << at(t, r, "op") << " " << at(t, r, "phase");
+    if (dgrad) EXPECT_GT(number(t, r, "bound_ratio"), 1e4);
   }
 }
 

@@ -281,5 +281,38 @@ TEST(Ops, WrongLossBeyondTheBoundIsFlagged) {
   std::printf("stale target in MSE: bound ratio %.3g\n", r.bound_ratio);
 }
 
+TEST(Ops, MseLossGradientIsTheExactRationalRoundedOnce) {
+  std::mt19937_64 rng(26);
+  double max_ratio = 0;
+  for (int64_t n : {1, 3, 6, 64, 784, 1000}) {
+    const auto x = random_floats(8, rng), y = random_floats(8, rng), g = random_floats(8, rng, 2);
+    for (size_t i = 0; i < x.size(); ++i) {
+      auto e = evaluate_mse_loss_grad(x[i], y[i], g[i], n);
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->divisor % 2, 1);
+      Rational q(static_cast<double>(x[i])), t(static_cast<double>(y[i])), gg(static_cast<double>(g[i]));
+      mpq_sub(q.get(), q.get(), t.get());
+      mpq_mul(q.get(), q.get(), gg.get());
+      mpq_mul_2exp(q.get(), q.get(), 1);
+      Rational nn(static_cast<double>(n));
+      mpq_div(q.get(), q.get(), nn.get());
+      expect_value(*e, q, "mse_loss_grad");
+      // What a framework computes (norm = 2/n in float32, then two products) lies within gamma_5.
+      const float norm = static_cast<float>(2.0 / static_cast<double>(n));
+      const ErrorReport r = assess(*e, (x[i] - y[i]) * norm * g[i]);
+      EXPECT_TRUE(r.matches) << "n=" << n << " ratio " << r.bound_ratio;
+      max_ratio = std::max(max_ratio, r.bound_ratio);
+    }
+  }
+  std::printf("mse loss gradient: float32 max |error| / bound = %.3g\n", max_ratio);
+  EXPECT_EQ(evaluate_mse_loss_grad(1.0f, 2.0f, 1.0f, 0).status().message(),
+            "mse_loss_grad: the loss must have >= 1 element, got 0");
+  EXPECT_EQ(evaluate_mse_loss_grad(double{INFINITY}, double{INFINITY}, 1.0, 4)->kind, Kind::kNaN);
+  EXPECT_EQ(evaluate_mse_loss_grad(1.0, 0.5, 1.0, 4)->exact_decimal(), "0.25");
+  // A gradient against an overwritten target (the planted alias-target fault) is far beyond the bound.
+  auto e = evaluate_mse_loss_grad(0.75f, 0.25f, 1.0f, 784);
+  EXPECT_FALSE(assess(*e, (0.75f - 0.5f) * (2.0f / 784)).matches);
+}
+
 }  // namespace
 }  // namespace saddlescope::reference

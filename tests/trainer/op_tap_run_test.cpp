@@ -55,8 +55,9 @@ TEST(OpTapRun, AutoencoderRowsWithinTheBoundAndTheSameBits) {
 
     store::CsvText t = ops_csv(tapped);
     EXPECT_EQ(t.columns, store::kOps.names());
-    // Steps 0, 50, 100; per step 4 linear ops x (4 fwd + 4 wgrad), 4 activations x 4, the loss.
-    ASSERT_EQ(t.rows.size(), 3u * (4 * 8 + 4 * 4 + 1)) << dtype;
+    // Steps 0, 50, 100; per step 4 linear ops x (4 fwd + 4 wgrad), 4 activations x 4, the loss and 4
+    // elements of its gradient.
+    ASSERT_EQ(t.rows.size(), 3u * (4 * 8 + 4 * 4 + 1 + 4)) << dtype;
     std::set<std::string> ops;
     for (const auto& r : t.rows) {
       ops.insert(r[1] + "/" + r[2]);
@@ -64,8 +65,9 @@ TEST(OpTapRun, AutoencoderRowsWithinTheBoundAndTheSameBits) {
       EXPECT_EQ(r[static_cast<size_t>(t.column("flag"))], "within")
           << dtype << " " << r[1] << " " << r[2] << " " << r[3] << ": the CPU kernels are within the bound";
     }
-    EXPECT_EQ(ops.size(), 4u * 2 + 4 + 1);
-    EXPECT_TRUE(ops.count("decoder.fc2.sigmoid/fwd") && ops.count("encoder.fc1/wgrad") && ops.count("loss/fwd"));
+    EXPECT_EQ(ops.size(), 4u * 2 + 4 + 2);
+    EXPECT_TRUE(ops.count("decoder.fc2.sigmoid/fwd") && ops.count("encoder.fc1/wgrad") && ops.count("loss/fwd") &&
+                ops.count("loss/dgrad"));
     auto rows = store::RunDir::open(tapped)->ops();
     ASSERT_TRUE(rows.ok()) << rows.status().message();
     EXPECT_EQ(analysis::summarize_ops(*rows).size(), ops.size());

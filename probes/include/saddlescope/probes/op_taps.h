@@ -17,7 +17,10 @@
 // weight elements and, through a hook on the op output's gradient, copies the gradient columns/planes
 // and the input columns/planes that dW needs (dW = Σ over calls, batch and positions of grad_out ·
 // input); the observed value is the parameter's .grad after backward, so every call's contribution
-// (every frame) is in it. Copies from a CUDA device go to pinned memory without blocking; record()
+// (every frame) is in it. With wgrad an mse_loss also samples k elements of its own gradient with
+// respect to the prediction (phase dgrad, from a hook on its backward node), against g·2(p − t)/n from
+// the operands the forward saw: a backward that reads a changed target is flagged beyond the bound.
+// Copies from a CUDA device go to pinned memory without blocking; record()
 // synchronises once. Between tap steps nothing is armed and no hook is registered: a model's cost is
 // one test of armed() per op.
 //

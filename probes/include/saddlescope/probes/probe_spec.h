@@ -10,7 +10,8 @@
 //              slq_steps (40), vectors (false) save eigenvectors as .npy, seed (0)
 //   symmetry   every (100), at
 //   ops        every (100), at, k (8) output elements (and weight elements) sampled per op and tap step,
-//              only (all) op names joined by '+', wgrad (true) also tap weight gradients, seed (0);
+//              only (all) op names joined by '+', wgrad (true) also tap weight gradients
+//              and the loss's gradient (dgrad), seed (0);
 //              see op_taps.h
 #pragma once
 

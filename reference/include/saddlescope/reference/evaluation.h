@@ -25,6 +25,7 @@ enum class Op {
   kSum, kDot,                                   // evaluation.h
   kMatmul, kConv2d, kConv2dWeightGrad,          // ops.h: dot products in disguise
   kMseLoss, kMaeLoss,                           // ops.h: means of dyadic sums
+  kMseLossGrad,                                 // ops.h: one element of the MSE loss's input gradient
   kSigmoid, kTanh, kRelu, kExp,                 // elementwise.h: one input, bound in ULPs
 };
 

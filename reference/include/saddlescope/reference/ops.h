@@ -78,4 +78,14 @@ Result<Evaluation> evaluate_mse_loss(const double* x, int64_t nx, const double* 
 Result<Evaluation> evaluate_mae_loss(const float* x, int64_t nx, const float* y, int64_t ny);
 Result<Evaluation> evaluate_mae_loss(const double* x, int64_t nx, const double* y, int64_t ny);
 
+// One element of the MSE loss's gradient with respect to its first input: g · 2(x − y)/n, where g is the
+// gradient arriving at the loss (1 when the loss is the objective) and n the loss's element count; the
+// exact value as exact / divisor (divisor the odd part of n). What a framework's backward computes: the
+// difference, the constant 2/n (rounded itself, unless n is a power of two) and two products, so
+// rounding_steps = 5 and the bound is gamma_5 · |value| (abs_sum = |value| rounded to binary64).
+// A gradient computed against another target than the forward's lies far beyond it. NaN/Inf inputs give
+// the IEEE outcome of (x − y)·g. Errors: n < 1.
+Result<Evaluation> evaluate_mse_loss_grad(float x, float y, float g, int64_t n);
+Result<Evaluation> evaluate_mse_loss_grad(double x, double y, double g, int64_t n);
+
 }  // namespace saddlescope::reference

@@ -67,7 +67,7 @@ extern const Table<SymmetryRow> kSymmetry;
 // ops.csv: one row per sampled op element (op taps, probes/op_taps.h).
 struct OpRow {
   int64_t step = 0;
-  std::string op, phase;  // tap name; fwd | wgrad
+  std::string op, phase;  // tap name; fwd | wgrad | dgrad (the loss's gradient w.r.t. its prediction)
   std::string index;      // the element's coordinates in the op's output (or weight), joined by ':'
   double observed = 0;    // what the kernel computed
   double exact = 0;       // the exact value rounded to nearest binary64
