@@ -58,12 +58,10 @@ Status compare_param(const std::string& name, const store::NpyArray* a, const st
   return Status::Ok();
 }
 
-// step -> loss from a run's metrics.csv.
-Result<std::map<int64_t, double>> losses(const store::RunDir& run) {
-  auto rows = run.metrics();
-  if (!rows) return rows.status();
+// step -> loss from a run's metrics.csv rows.
+std::map<int64_t, double> losses(const std::vector<store::MetricsRow>& rows) {
   std::map<int64_t, double> m;
-  for (const auto& r : *rows) m[r.step] = r.loss;
+  for (const auto& r : rows) m[r.step] = r.loss;
   return m;
 }
 
@@ -82,18 +80,24 @@ double ulp_distance(double x, double y) {
 }
 
 Result<Divergence> diverge(const store::RunDir& a, const store::RunDir& b) {
+  auto metrics_a = a.metrics();
+  if (!metrics_a) return metrics_a.status();
+  auto metrics_b = b.metrics();
+  if (!metrics_b) return metrics_b.status();
+  return diverge(a, *metrics_a, b, *metrics_b);
+}
+
+Result<Divergence> diverge(const store::RunDir& a, const std::vector<store::MetricsRow>& metrics_a,
+                           const store::RunDir& b, const std::vector<store::MetricsRow>& metrics_b) {
   for (const auto* r : {&a, &b})
     if (r->snapshot_steps().empty())
       return Status::Error(r->path() + ": has no snapshots (status " + store::status_name(r->state()) + ")");
-  auto loss_a = losses(a);
-  if (!loss_a) return loss_a.status();
-  auto loss_b = losses(b);
-  if (!loss_b) return loss_b.status();
+  const auto loss_a = losses(metrics_a), loss_b = losses(metrics_b);
 
   Divergence d;
-  for (const auto& [step, la] : *loss_a) {
-    auto it = loss_b->find(step);
-    if (it == loss_b->end()) continue;
+  for (const auto& [step, la] : loss_a) {
+    auto it = loss_b.find(step);
+    if (it == loss_b.end()) continue;
     ++d.loss_steps;
     if (!d.first_loss_step && std::memcmp(&la, &it->second, sizeof la) != 0) d.first_loss_step = step;
   }
@@ -121,10 +125,10 @@ Result<Divergence> diverge(const store::RunDir& a, const store::RunDir& b) {
       if (s.first_param.empty() && s.differing > before) s.first_param = name;
     }
     s.rel_l2 = norm_sq > 0 ? std::sqrt(diff_sq / norm_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-    auto la = loss_a->find(step);
-    auto lb = loss_b->find(step);
-    s.loss_a = la == loss_a->end() ? kNaN : la->second;
-    s.loss_b = lb == loss_b->end() ? kNaN : lb->second;
+    auto la = loss_a.find(step);
+    auto lb = loss_b.find(step);
+    s.loss_a = la == loss_a.end() ? kNaN : la->second;
+    s.loss_b = lb == loss_b.end() ? kNaN : lb->second;
     if (!d.first_param_step && s.differing > 0) d.first_param_step = step;
     d.snapshots.push_back(s);
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/store/schema.h"
 
 namespace saddlescope::store {
 class RunDir;
@@ -39,6 +40,9 @@ struct Divergence {
 // Compares runs `a` and `b` over their complete snapshots and metrics. Errors name the run and file:
 // no snapshots, no common snapshot step, different parameter names or shapes, unreadable files.
 Result<Divergence> diverge(const store::RunDir& a, const store::RunDir& b);
+// The same with both runs' metrics.csv rows already read (the study analysis reads each run once).
+Result<Divergence> diverge(const store::RunDir& a, const std::vector<store::MetricsRow>& metrics_a,
+                           const store::RunDir& b, const std::vector<store::MetricsRow>& metrics_b);
 // The same for run directories by path (RunDir::open's errors: not a run, bad manifest).
 Result<Divergence> diverge(const std::string& a, const std::string& b);
 

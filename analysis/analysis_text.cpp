@@ -1,0 +1,163 @@
+// analysis.json as CSV tables and as the short verdict `saddlescope analyze` prints.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+#include "saddlescope/analysis/study_analysis.h"
+
+namespace saddlescope::analysis {
+namespace {
+
+using nlohmann::json;
+
+// A JSON value as one CSV field: numbers in round-trip form, null as empty, strings quoted when needed.
+std::string field(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{}", v.get<double>());
+  const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// Looks up a path "a.b.c" in `v` (null when absent).
+const json& at(const json& v, const std::string& path) {
+  static const json null;
+  const json* p = &v;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!p->is_object() || !p->contains(key)) return null;
+    p = &(*p)[key];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return *p;
+}
+
+// A table: one header of column paths (dots become underscores), one line per row.
+std::string table(const std::vector<json>& rows, const std::vector<std::string>& columns) {
+  std::string out;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    std::string name = columns[i];
+    for (char& c : name) if (c == '.') c = '_';
+    out += (i ? "," : "") + name;
+  }
+  out += '\n';
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + field(at(r, columns[i]));
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<json> items(const json& v) {
+  std::vector<json> out;
+  if (v.is_array()) for (const auto& x : v) out.push_back(x);
+  return out;
+}
+
+std::string p_text(const json& p) {
+  if (!p.is_number()) return "n/a";
+  const double x = p.get<double>();
+  return x < 1e-4 ? fmt::format("{:.1e}", x) : fmt::format("{:.4f}", x);
+}
+
+std::string g(const json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : "n/a"; }
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) {
+  std::vector<json> episodes, km, theory;
+  for (const auto& r : items(a["runs"]))
+    for (auto e : items(r["episodes"])) {
+      e["run_id"] = r["run_id"];
+      e["group"] = r["group"];
+      e["seed"] = r["seed"];
+      episodes.push_back(e);
+    }
+  for (const auto& grp : items(a["groups"]))
+    for (auto s : items(grp["km"])) {
+      s["group"] = grp["name"];
+      km.push_back(s);
+    }
+  return {
+      {"runs.csv", table(items(a["runs"]), {"run_id", "group", "seed", "status", "skipped", "optimizer", "final_loss",
+                                            "eval_mse", "baseline_mse", "learns", "probe_count", "probe_interval",
+                                            "gradient_scale", "time_in_saddle", "episodes_note"})},
+      {"episodes.csv", table(episodes, {"run_id", "group", "seed", "entry_step", "entry_resolution", "exit_step",
+                                        "exit_resolution", "censored", "exit_rule", "escape_steps", "probe_steps",
+                                        "loss_entry", "loss_exit", "grad_norm_entry", "lambda_min_entry",
+                                        "lambda_max_entry", "negative_mass_entry", "lr_entry", "theory.r0", "theory.R",
+                                        "theory.predicted_escape_steps"})},
+      {"km.csv", table(km, {"group", "step", "at_risk", "events", "censored", "survival", "lower", "upper"})},
+      {"groups.csv", table(items(a["groups"]), {"name", "n_runs", "n_with_episode", "n_escaped", "n_censored",
+                                                "median_escape_steps", "median_escape_lower", "median_escape_upper",
+                                                "final_loss.median", "final_loss.q1", "final_loss.q3",
+                                                "time_in_saddle.median"})},
+      {"comparisons.csv",
+       table(items(a["comparisons"]),
+             {"a", "b", "escape.n_a", "escape.n_b", "logrank.chi2", "logrank.p", "logrank.p_holm", "final_loss.n_a",
+              "final_loss.n_b", "final_loss.mwu_u", "final_loss.p", "final_loss.p_method", "final_loss.p_holm",
+              "final_loss.permutation_p", "final_loss.median_difference", "final_loss.ci_low", "final_loss.ci_high",
+              "final_loss.cliffs_delta", "final_loss.magnitude", "time_in_saddle.mwu_u", "time_in_saddle.p",
+              "time_in_saddle.p_holm", "time_in_saddle.cliffs_delta", "p_holm"})},
+      {"divergence.csv", table(items(a["divergence"]), {"a", "b", "seed", "run_a", "run_b", "first_loss_step",
+                                                        "first_param_step", "final_rel_l2", "growth.rate_per_step",
+                                                        "growth.rate_std_error", "growth.from_step", "growth.to_step",
+                                                        "growth.n", "growth.r2", "error"})},
+      {"attribution.csv", table(items(a["attribution"]), {"a", "b", "seed", "run_a", "run_b", "verdict", "step", "op",
+                                                          "phase", "config", "evidence", "reason"})},
+      {"theory.csv", table(items(a["theory"]["points"]), {"run_id", "entry_step", "predicted", "observed"})},
+  };
+}
+
+std::string analysis_verdict(const json& a) {
+  std::string out = fmt::format("{} runs analysed in {} groups", a["n_runs"].get<int64_t>() - a["n_skipped"].get<int64_t>(),
+                                a["groups"].size());
+  if (a["n_skipped"].get<int64_t>() > 0) out += fmt::format(" ({} skipped: see analysis.json runs[].skipped)", a["n_skipped"].get<int64_t>());
+  out += "\n";
+  std::map<std::string, const json*> attribution;
+  for (const auto& x : a["attribution"]) attribution[x["a"].get<std::string>() + "\n" + x["b"].get<std::string>()] = &x;
+  for (const auto& c : a["comparisons"]) {
+    const std::string pair = c["a"].get<std::string>() + " vs " + c["b"].get<std::string>();
+    out += pair + "\n";
+    const json& lr = c["logrank"];
+    if (lr["defined"].get<bool>())
+      out += fmt::format("  escape:      log-rank chi2 {} p {} (Holm {}), episodes {} vs {}\n", g(lr["chi2"]),
+                         p_text(lr["p"]), p_text(lr["p_holm"]), c["escape"]["n_a"].get<int64_t>(),
+                         c["escape"]["n_b"].get<int64_t>());
+    else
+      out += fmt::format("  escape:      no test (episodes {} vs {}, escapes needed in either)\n",
+                         c["escape"]["n_a"].get<int64_t>(), c["escape"]["n_b"].get<int64_t>());
+    const json& f = c["final_loss"];
+    if (f["defined"].get<bool>())
+      out += fmt::format("  final loss:  median difference {} [{}, {}], Cliff's delta {} ({}), p {} (Holm {}), n {} vs {}\n",
+                         g(f["median_difference"]), g(f["ci_low"]), g(f["ci_high"]), g(f["cliffs_delta"]),
+                         f["magnitude"].get<std::string>(), p_text(f["p"]), p_text(f["p_holm"]),
+                         f["n_a"].get<int64_t>(), f["n_b"].get<int64_t>());
+    else
+      out += "  final loss:  no test (a group has no completed run)\n";
+    auto it = attribution.find(c["a"].get<std::string>() + "\n" + c["b"].get<std::string>());
+    if (it != attribution.end()) {
+      const json& x = *it->second;
+      std::string where = x["op"].is_string() ? fmt::format(" at {} {}", x["op"].get<std::string>(), x["phase"].get<std::string>()) : "";
+      if (x["config"].is_string()) where += " (" + x["config"].get<std::string>() + ")";
+      std::string step = x["step"].is_number() ? fmt::format(", step {}", x["step"].get<int64_t>()) : "";
+      out += fmt::format("  difference:  {}{} — {}, seed {}{}\n", x["verdict"].get<std::string>(), where,
+                         x["evidence"].get<std::string>(), x["seed"].get<int64_t>(), step);
+    }
+  }
+  const json& t = a["theory"];
+  if (t["n"].get<int64_t>() > 0)
+    out += fmt::format("theory: observed ≈ {} + {} × predicted escape steps, R² {}, n {}\n", g(t["intercept"]),
+                       g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>());
+  return out;
+}
+
+}  // namespace saddlescope::analysis

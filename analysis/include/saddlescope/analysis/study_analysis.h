@@ -1,0 +1,61 @@
+// The analysis of a whole study directory: every run's saddle episodes, the groups' escape-time
+// survival curves, the group comparisons with their statistics and Holm correction, trajectory
+// divergence of paired runs, the escape-time theory check, and the attribution of every difference to
+// rounding or to code. Its product is analysis.json, a public schema (docs/analysis.md). Torch-free:
+// replaying a step on a config (which needs LibTorch and maybe a GPU) is the caller's Replayer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "saddlescope/analysis/episodes.h"
+#include "saddlescope/base/status.h"
+#include "saddlescope/store/schema.h"
+
+namespace saddlescope::analysis {
+
+struct AnalysisOptions {
+  EpisodeOptions episodes;
+  // Config keys whose values name a run's group ("device=cpu,threads=1"); empty: the study config the
+  // run belongs to (the manifest's study.config), or its config_key outside a study.
+  std::vector<std::string> group_by;
+  std::string baseline;     // a group compared with every other; empty: every pair of groups
+  double level = 0.95;      // confidence level of the bands and intervals
+  int64_t permutations = 9999, resamples = 9999;  // permutation test and bootstrap sizes
+  uint64_t seed = 0;        // their random streams
+  bool attribution = true;  // replay the first differing step of one seed per pair
+  int64_t attribution_k = 16;  // op-tap samples per op in a replay
+
+  // Errors name the option.
+  Status validate() const;
+};
+
+// Replays optimiser step `step` on the config of run `run_dir`, from the parameters of run
+// `params_run_dir`'s snapshot at that step, with op taps of k samples per op: the rows of ops.csv.
+// An error (no CUDA here, no such snapshot) makes the attribution fall back to recorded taps.
+using Replayer = std::function<Result<std::vector<store::OpRow>>(const std::string& run_dir,
+                                                                 const std::string& params_run_dir, int64_t step,
+                                                                 int64_t k)>;
+
+// Analyses <study_dir>/runs/*. Runs that cannot be analysed (not completed or diverged, unreadable or
+// foreign files, no curvature probe) are listed with the reason and left out of the statistics; the
+// analysis itself fails only for a study directory without runs, or bad options (a group_by key no run
+// has, a baseline that is no group). `replay` may be empty (no attribution replays). `progress`, when
+// set, is called with (done, total) as runs are read.
+Result<nlohmann::json> analyze_study(const std::string& study_dir, const AnalysisOptions& options,
+                                     const Replayer& replay = {},
+                                     const std::function<void(int64_t, int64_t)>& progress = {});
+
+// analysis.json's tables as CSV files: file name -> contents (runs.csv, episodes.csv, km.csv,
+// comparisons.csv, divergence.csv, attribution.csv, theory.csv).
+std::vector<std::pair<std::string, std::string>> analysis_tables(const nlohmann::json& analysis);
+
+// The short verdict `saddlescope analyze` prints: per pair of groups, whether escape and final loss
+// differ (effect size, CI, Holm-adjusted p) and whether the differences are rounding or code.
+std::string analysis_verdict(const nlohmann::json& analysis);
+
+}  // namespace saddlescope::analysis

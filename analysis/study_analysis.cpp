@@ -1,0 +1,642 @@
+#include "saddlescope/analysis/study_analysis.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "saddlescope/analysis/attribution.h"
+#include "saddlescope/analysis/divergence.h"
+#include "saddlescope/analysis/stats.h"
+#include "saddlescope/store/run_dir.h"
+
+namespace saddlescope::analysis {
+namespace {
+
+using nlohmann::json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Relative L2 distance below which two trajectories are still "close" for the growth-rate fit: beyond
+// it they have separated and the distance saturates.
+constexpr double kGrowthCeiling = 0.1;
+
+// A number for JSON: null when not finite (JSON has no NaN or inf).
+json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+template <class T>
+json opt(const std::optional<T>& x) {
+  return x ? json(*x) : json(nullptr);
+}
+
+struct Run {
+  std::string id, path, group;
+  int64_t seed = 0;
+  std::string status;
+  std::string skipped;  // why the run is left out of everything ("" when analysed)
+  std::optional<store::RunDir> dir;
+  std::vector<store::MetricsRow> metrics;
+  std::optional<RunEpisodes> episodes;
+  std::string episodes_note;  // why there are no episodes (no curvature probe, unreadable curvature.csv)
+  std::optional<double> final_loss, eval_mse, baseline_mse;
+  std::string optimizer = "adam";
+  std::string dtype = "float32";
+  json perturbation;  // the config's perturbation spec
+
+  bool analysed() const { return skipped.empty(); }
+};
+
+std::vector<std::string> run_names(const std::string& study_dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir((study_dir + "/runs").c_str());
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || name[0] == '.' || store::is_temporary_name(name)) continue;
+    struct stat st {};
+    if (stat((study_dir + "/runs/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) names.push_back(name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string config_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The group a run belongs to.
+Result<std::string> group_of(const store::RunManifest& m, const std::vector<std::string>& keys) {
+  if (keys.empty()) {
+    auto it = m.extra.find("study");
+    if (it != m.extra.end() && it->is_object() && it->contains("config") && (*it)["config"].is_string())
+      return (*it)["config"].get<std::string>();
+    return m.config_key;
+  }
+  std::string name;
+  for (const auto& k : keys) {
+    const json& v = m.config_value(k);
+    if (v.is_null()) return Status::Error("has no config key '" + k + "'");
+    name += (name.empty() ? "" : ",") + k + "=" + config_text(v);
+  }
+  return name;
+}
+
+Run read_run(const std::string& study_dir, const std::string& name, const AnalysisOptions& o) {
+  Run r;
+  r.id = name;
+  r.path = "runs/" + name;
+  auto dir = store::RunDir::open(study_dir + "/runs/" + name);
+  if (!dir) {
+    r.status = "unreadable";
+    r.skipped = dir.status().message();
+    return r;
+  }
+  const store::RunManifest& m = dir->manifest();
+  r.status = store::status_name(dir->state());
+  if (m.config_value("seed").is_number_integer()) r.seed = m.config_value("seed").get<int64_t>();
+  if (m.config_value("optimizer").is_string()) r.optimizer = m.config_value("optimizer").get<std::string>();
+  if (m.config_value("dtype").is_string()) r.dtype = m.config_value("dtype").get<std::string>();
+  r.perturbation = m.config_value("perturbation");
+  auto group = group_of(m, o.group_by);
+  if (!group) {
+    r.skipped = group.status().message();
+    return r;
+  }
+  r.group = *group;
+  if (dir->state() != store::RunStatus::kCompleted && dir->state() != store::RunStatus::kDiverged) {
+    r.skipped = "status " + r.status + (m.error.empty() ? "" : ": " + m.error);
+    return r;
+  }
+  auto metrics = dir->metrics();
+  if (!metrics) {
+    r.skipped = metrics.status().message();
+    return r;
+  }
+  r.metrics = std::move(*metrics);
+  r.final_loss = m.final_loss;
+  if (m.evaluation) {
+    r.eval_mse = m.evaluation->mse;
+    r.baseline_mse = m.evaluation->baseline_mse;
+  }
+  if (!dir->has(store::kCurvature.file)) {
+    r.episodes_note = "no curvature probe: episodes need curvature.csv";
+  } else if (auto curvature = dir->curvature(); !curvature) {
+    r.episodes_note = curvature.status().message();
+  } else if (auto eps = find_episodes(*curvature, r.metrics, o.episodes); !eps) {
+    r.episodes_note = eps.status().message();
+  } else {
+    r.episodes = std::move(*eps);
+  }
+  r.dir.emplace(std::move(*dir));
+  return r;
+}
+
+// ---- The theory check ------------------------------------------------------------------------------
+
+int64_t parameter_count(const store::RunDir& dir) {
+  auto steps = dir.snapshot_steps();
+  if (steps.empty()) return 0;
+  auto snap = dir.snapshot(steps.front());
+  if (!snap) return 0;
+  int64_t n = 0;
+  for (const auto& [name, a] : *snap) n += a.numel();
+  return n;
+}
+
+// The unit roundoff of the run's dtype, scaled by the median |ULP error| its weight-gradient taps
+// measured (ULPs are relative spacings of about 2u), or 0 without taps.
+double measured_rounding(const Run& r) {
+  if (!r.dir || !r.dir->has(store::kOps.file)) return 0;
+  auto ops = r.dir->ops();
+  if (!ops) return 0;
+  std::vector<double> ulps;
+  for (const auto& row : *ops)
+    if (row.phase == "wgrad" && (row.flag == "within" || row.flag == "beyond")) ulps.push_back(std::fabs(row.ulp_error));
+  if (ulps.empty()) return 0;
+  std::nth_element(ulps.begin(), ulps.begin() + static_cast<std::ptrdiff_t>(ulps.size() / 2), ulps.end());
+  const double ulp = r.dtype == "float64" ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
+  return ulps[ulps.size() / 2] * ulp;
+}
+
+// One episode's prediction: time ≈ ln(R/r0)/ln(1 + η|λmin|) (DESIGN.md), with
+//   R  = √(2 f L_entry / |λmin|): the distance along v_min at which a quadratic saddle's loss has fallen
+//        by the escape rule's fraction f,
+//   r0 = the largest of: the displacement along v_min at entry, |g·v_min|/|λmin|; the injected
+//        perturbation's per-step displacement, η·σ_elem; the measured rounding's, η·u·‖g‖/√P.
+json theory_of(const Episode& e, const Run& r, double f, int64_t params, double rounding) {
+  json t;
+  const double lambda = std::fabs(e.lambda_min_entry), eta = e.lr_entry;
+  const double r_entry = lambda > 0 ? std::fabs(e.g_dot_vmin_entry) / lambda : kNaN;
+  double sigma_elem = 0;
+  if (r.perturbation.is_string()) {
+    const std::string p = r.perturbation.get<std::string>();
+    if (p.rfind("gaussian:", 0) == 0) {
+      const double sigma = std::strtod(p.c_str() + 9, nullptr);
+      const bool absolute = p.find(":absolute") != std::string::npos;
+      sigma_elem = absolute ? sigma : params > 0 ? sigma * e.batch_grad_norm_entry / std::sqrt(double(params)) : kNaN;
+    }
+  }
+  const double r_perturbation = eta * sigma_elem;
+  const double r_rounding =
+      params > 0 ? eta * rounding * e.batch_grad_norm_entry / std::sqrt(static_cast<double>(params)) : 0;
+  double r0 = 0;
+  for (double x : {r_entry, r_perturbation, r_rounding})
+    if (std::isfinite(x)) r0 = std::max(r0, x);
+  const double R = lambda > 0 ? std::sqrt(2 * f * std::fabs(e.loss_entry) / lambda) : kNaN;
+  double predicted = kNaN;
+  if (e.lambda_min_entry < 0 && eta > 0 && r0 > 0 && std::isfinite(R))
+    predicted = R > r0 ? std::log(R / r0) / std::log1p(eta * lambda) : 0.0;
+  t["r_entry"] = num(r_entry);
+  t["r_perturbation"] = num(r_perturbation);
+  t["r_rounding"] = num(r_rounding);
+  t["r0"] = num(r0);
+  t["R"] = num(R);
+  t["predicted_escape_steps"] = num(predicted);
+  return t;
+}
+
+// ---- Per run -----------------------------------------------------------------------------------------
+
+json episode_json(const Episode& e) {
+  return {{"entry_step", e.entry_step},
+          {"entry_resolution", e.entry_resolution},
+          {"exit_step", opt(e.exit_step)},
+          {"exit_resolution", e.exit_resolution},
+          {"censored", e.censored},
+          {"exit_rule", e.exit_rule.empty() ? json(nullptr) : json(e.exit_rule)},
+          {"escape_steps", e.escape_steps},
+          {"probe_steps", e.probe_steps},
+          {"loss_entry", num(e.loss_entry)},
+          {"loss_exit", num(e.loss_exit)},
+          {"grad_norm_entry", num(e.grad_norm_entry)},
+          {"lambda_min_entry", num(e.lambda_min_entry)},
+          {"lambda_max_entry", num(e.lambda_max_entry)},
+          {"negative_mass_entry", num(e.negative_mass_entry)},
+          {"lr_entry", num(e.lr_entry)}};
+}
+
+json run_json(const Run& r, const AnalysisOptions& o) {
+  json j = {{"run_id", r.id},     {"path", r.path},         {"group", r.group.empty() ? json(nullptr) : json(r.group)},
+            {"seed", r.seed},     {"status", r.status},     {"skipped", r.skipped.empty() ? json(nullptr) : json(r.skipped)},
+            {"optimizer", r.optimizer}, {"final_loss", opt(r.final_loss)}, {"eval_mse", opt(r.eval_mse)},
+            {"baseline_mse", opt(r.baseline_mse)}};
+  j["learns"] = r.eval_mse && r.baseline_mse ? json(*r.eval_mse < *r.baseline_mse) : json(nullptr);
+  j["steps_completed"] = r.dir ? json(r.dir->manifest().steps_completed) : json(nullptr);
+  if (!r.episodes) {
+    j["episodes"] = nullptr;
+    j["episodes_note"] = r.episodes_note.empty() ? json(nullptr) : json(r.episodes_note);
+    return j;
+  }
+  const RunEpisodes& e = *r.episodes;
+  j["episodes_note"] = nullptr;
+  j["probe_count"] = e.probe_count;
+  j["probe_interval"] = e.probe_interval;
+  j["last_probe_step"] = e.last_probe_step;
+  j["gradient_scale"] = num(e.gradient_scale);
+  j["time_in_saddle"] = e.time_in_saddle;
+  j["episodes"] = json::array();
+  const bool theory = !e.episodes.empty();
+  const int64_t params = theory && r.dir ? parameter_count(*r.dir) : 0;
+  const double rounding = theory ? measured_rounding(r) : 0;
+  for (const Episode& ep : e.episodes) {
+    json x = episode_json(ep);
+    x["theory"] = theory_of(ep, r, o.episodes.escape_drop, params, rounding);
+    j["episodes"].push_back(x);
+  }
+  j["level_crossings"] = json::array();
+  for (size_t i = 0; i < e.level_crossings.size(); ++i)
+    j["level_crossings"].push_back({{"level", o.episodes.loss_levels[i]}, {"step", opt(e.level_crossings[i])}});
+  return j;
+}
+
+// ---- Groups ------------------------------------------------------------------------------------------
+
+struct Group {
+  std::string name;
+  std::vector<const Run*> runs;  // analysed runs
+  std::vector<Observation> escapes;  // each run's first episode
+  std::vector<double> final_loss, time_in_saddle;
+};
+
+json summary_json(std::vector<double> v) {
+  if (v.empty()) return {{"n", 0}, {"median", nullptr}, {"q1", nullptr}, {"q3", nullptr}, {"min", nullptr}, {"max", nullptr}};
+  std::sort(v.begin(), v.end());
+  auto q = [&](double p) {  // linear interpolation between order statistics
+    const double h = p * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<size_t>(std::floor(h));
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  };
+  return {{"n", v.size()}, {"median", num(q(0.5))}, {"q1", num(q(0.25))}, {"q3", num(q(0.75))},
+          {"min", num(v.front())}, {"max", num(v.back())}};
+}
+
+json group_json(const Group& g, const AnalysisOptions& o) {
+  std::set<int64_t> seeds;
+  int64_t with_curvature = 0;
+  for (const Run* r : g.runs) {
+    seeds.insert(r->seed);
+    with_curvature += r->episodes.has_value();
+  }
+  SurvivalCurve km = kaplan_meier(g.escapes, o.level);
+  json steps = json::array();
+  for (const auto& s : km.steps)
+    steps.push_back({{"step", s.time}, {"at_risk", s.at_risk}, {"events", s.events}, {"censored", s.censored},
+                     {"survival", num(s.survival)}, {"lower", num(s.lower)}, {"upper", num(s.upper)}});
+  return {{"name", g.name},
+          {"n_runs", g.runs.size()},
+          {"seeds", seeds},
+          {"n_with_curvature", with_curvature},
+          {"n_with_episode", g.escapes.size()},
+          {"n_escaped", km.events},
+          {"n_censored", km.censored},
+          {"km", steps},
+          {"median_escape_steps", opt(km.median)},
+          {"median_escape_lower", opt(km.median_lower)},
+          {"median_escape_upper", opt(km.median_upper)},
+          {"final_loss", summary_json(g.final_loss)},
+          {"time_in_saddle", summary_json(g.time_in_saddle)}};
+}
+
+// MWU, permutation test, bootstrap CI of the difference in medians and Cliff's delta of a − b.
+json samples_test(const std::vector<double>& a, const std::vector<double>& b, const AnalysisOptions& o) {
+  json j = {{"n_a", a.size()}, {"n_b", b.size()}};
+  if (a.empty() || b.empty()) {
+    j["defined"] = false;
+    j["p"] = nullptr;
+    return j;
+  }
+  MannWhitneyResult mw = mann_whitney(a, b);
+  PermutationOptions po;
+  po.permutations = o.permutations;
+  po.seed = o.seed;
+  PermutationResult perm = permutation_test(a, b, po);
+  BootstrapOptions bo;
+  bo.resamples = o.resamples;
+  bo.level = o.level;
+  bo.seed = o.seed;
+  bo.bca = false;
+  BootstrapInterval ci = bootstrap_median_difference(a, b, bo);
+  const double delta = cliffs_delta(a, b);
+  j["defined"] = true;
+  j["mwu_u"] = num(mw.u);
+  j["p"] = num(mw.p_value);
+  j["p_method"] = mw.exact ? "exact" : "normal";
+  j["permutation_p"] = num(perm.p_value);
+  j["median_difference"] = num(ci.estimate);
+  j["ci_low"] = num(ci.lower);
+  j["ci_high"] = num(ci.upper);
+  j["cliffs_delta"] = num(delta);
+  j["magnitude"] = cliffs_delta_magnitude(delta);
+  return j;
+}
+
+json comparison_json(const Group& a, const Group& b, const AnalysisOptions& o) {
+  LogRankResult lr = log_rank({a.escapes, b.escapes});
+  return {{"a", a.name},
+          {"b", b.name},
+          {"escape", {{"n_a", a.escapes.size()}, {"n_b", b.escapes.size()}}},
+          {"logrank", {{"defined", lr.defined}, {"chi2", num(lr.chi_square)}, {"df", lr.df}, {"p", num(lr.p_value)}}},
+          {"final_loss", samples_test(a.final_loss, b.final_loss, o)},
+          {"time_in_saddle", samples_test(a.time_in_saddle, b.time_in_saddle, o)}};
+}
+
+// Holm over every p-value of every comparison (log-rank, final loss and time in saddle; the permutation
+// p-values are a check on the Mann–Whitney ones, not further tests). Each test gets its p_holm, each
+// comparison the smallest of its own.
+void apply_holm(json& comparisons) {
+  std::vector<json*> tests;
+  std::vector<double> p;
+  for (auto& c : comparisons) {
+    for (json* t : {&c["logrank"], &c["final_loss"], &c["time_in_saddle"]}) {
+      tests.push_back(t);
+      p.push_back((*t)["p"].is_number() ? (*t)["p"].get<double>() : kNaN);
+    }
+  }
+  std::vector<double> adjusted = holm_adjust(p);
+  for (size_t i = 0; i < tests.size(); ++i) (*tests[i])["p_holm"] = num(adjusted[i]);
+  for (auto& c : comparisons) {
+    double best = kNaN;
+    for (const json* t : {&c["logrank"], &c["final_loss"], &c["time_in_saddle"]})
+      if ((*t)["p_holm"].is_number() && !(best <= (*t)["p_holm"].get<double>())) best = (*t)["p_holm"].get<double>();
+    c["p_holm"] = num(best);
+  }
+}
+
+// ---- Paired runs: divergence and attribution -----------------------------------------------------------
+
+// Runs of a group by seed (the first run of each seed).
+std::map<int64_t, const Run*> by_seed(const Group& g) {
+  std::map<int64_t, const Run*> m;
+  for (const Run* r : g.runs) m.emplace(r->seed, r);
+  return m;
+}
+
+json divergence_json(const Run& a, const Run& b, const Divergence* d, const std::string& error) {
+  json j = {{"seed", a.seed}, {"run_a", a.id}, {"run_b", b.id}};
+  if (!d) {
+    j["error"] = error;
+    return j;
+  }
+  j["error"] = nullptr;
+  j["first_loss_step"] = opt(d->first_loss_step);
+  j["first_param_step"] = opt(d->first_param_step);
+  j["loss_steps_compared"] = d->loss_steps;
+  json points = json::array();
+  std::vector<double> x, y;
+  for (const auto& s : d->snapshots) {
+    points.push_back({{"step", s.step}, {"rel_l2", num(s.rel_l2)}, {"max_ulp_distance", num(s.max_ulp_distance)}});
+    if (s.rel_l2 > 0 && s.rel_l2 <= kGrowthCeiling && std::isfinite(s.rel_l2)) {
+      x.push_back(static_cast<double>(s.step));
+      y.push_back(s.rel_l2);
+    }
+  }
+  j["snapshots"] = points;
+  j["final_rel_l2"] = d->snapshots.empty() ? json(nullptr) : num(d->snapshots.back().rel_l2);
+  auto fit = x.size() >= 2 ? fit_growth_rate(x, y) : Result<LinearFit>(Status::Error("fewer than two points"));
+  if (fit.ok()) {
+    j["growth"] = {{"rate_per_step", num(fit->slope)}, {"rate_std_error", num(fit->slope_std_error)},
+                   {"from_step", x.front()}, {"to_step", x.back()}, {"n", fit->n}, {"r2", num(fit->r_squared)}};
+  } else {
+    j["growth"] = {{"rate_per_step", nullptr}, {"n", x.size()},
+                   {"note", fmt::format("needs two snapshots with 0 < rel_l2 <= {}; {} here", kGrowthCeiling, x.size())}};
+  }
+  return j;
+}
+
+json op_verdicts_json(const OpAttribution& at) {
+  json ops = json::array();
+  for (const auto& v : at.ops)
+    ops.push_back({{"op", v.op}, {"phase", v.phase}, {"verdict", verdict_name(v.verdict)},
+                   {"config", v.config.empty() ? json(nullptr) : json(v.config)}, {"compared", v.compared},
+                   {"differing", v.differing}, {"beyond_a", v.beyond_a}, {"beyond_b", v.beyond_b},
+                   {"max_ratio_a", num(v.max_ratio_a)}, {"max_ratio_b", num(v.max_ratio_b)},
+                   {"max_abs_ulp_a", num(v.max_abs_ulp_a)}, {"max_abs_ulp_b", num(v.max_abs_ulp_b)}});
+  return ops;
+}
+
+// The attribution of one pair of runs (same seed, groups a and b) from their divergence.
+json attribution_json(const Group& ga, const Group& gb, const Run& a, const Run& b, const Divergence* d,
+                      const AnalysisOptions& o, const Replayer& replay) {
+  json j = {{"a", ga.name}, {"b", gb.name}, {"seed", a.seed}, {"run_a", a.id}, {"run_b", b.id},
+            {"step", nullptr}, {"op", nullptr}, {"phase", nullptr}, {"config", nullptr}, {"ops", json::array()}};
+  if (!d) {
+    j["verdict"] = "undetermined";
+    j["evidence"] = "none";
+    j["reason"] = "the runs could not be compared (see divergence)";
+    return j;
+  }
+  if (!d->first_loss_step && !d->first_param_step && d->same_format) {
+    j["verdict"] = "identical";
+    j["evidence"] = "bitwise";
+    j["reason"] = fmt::format("every loss ({} steps) and every common snapshot ({}) has the same bits",
+                              d->loss_steps, d->snapshots.size());
+    return j;
+  }
+  // The step to replay: the last snapshot of a at or before the first difference.
+  int64_t first = std::numeric_limits<int64_t>::max();
+  if (d->first_loss_step) first = *d->first_loss_step;
+  if (d->first_param_step) first = std::min(first, *d->first_param_step);
+  int64_t step = -1;
+  for (int64_t s : a.dir->snapshot_steps())
+    if (s <= first) step = s;
+  OpAttribution at;
+  std::string replay_error;
+  if (o.attribution && replay && step >= 0) {
+    auto rows_a = replay(a.dir->path(), a.dir->path(), step, o.attribution_k);
+    auto rows_b = rows_a.ok() ? replay(b.dir->path(), a.dir->path(), step, o.attribution_k) : rows_a;
+    if (rows_a.ok() && rows_b.ok()) {
+      at = attribute_ops(*rows_a, *rows_b);
+      j["evidence"] = "replay";
+    } else {
+      replay_error = rows_b.status().message();
+    }
+  } else {
+    replay_error = !o.attribution ? "replays not asked for" : !replay ? "no replayer" : "no snapshot at or before the first difference";
+  }
+  if (!j.contains("evidence")) {
+    auto ops_a = a.dir->has(store::kOps.file) ? a.dir->ops() : Result<std::vector<store::OpRow>>(Status::Error("no ops.csv"));
+    auto ops_b = b.dir->has(store::kOps.file) ? b.dir->ops() : Result<std::vector<store::OpRow>>(Status::Error("no ops.csv"));
+    if (!ops_a.ok() || !ops_b.ok()) {
+      j["verdict"] = "undetermined";
+      j["evidence"] = "none";
+      j["reason"] = "replay failed (" + replay_error + ") and the runs recorded no op taps to compare";
+      j["step"] = step >= 0 ? json(step) : json(nullptr);
+      return j;
+    }
+    at = attribute_ops(*ops_a, *ops_b);
+    j["evidence"] = "recorded";
+    j["reason"] = "replay failed (" + replay_error + "): the runs' own op taps, whose inputs already differ";
+  }
+  j["step"] = at.step >= 0 ? json(at.step) : json(nullptr);
+  j["ops"] = op_verdicts_json(at);
+  j["unmatched_rows"] = at.unmatched;
+  if (at.step < 0 || at.ops.empty()) {
+    j["verdict"] = "undetermined";
+    j["reason"] = "no op-tap rows of both configs at one step";
+  } else if (at.verdict == Verdict::kIdentical) {
+    j["verdict"] = "undetermined";
+    j["reason"] = "every sampled op element has the same bits in both configs at this step: the difference arises "
+                  "elsewhere (unsampled elements, the optimiser update)";
+  } else {
+    j["verdict"] = verdict_name(at.verdict);
+    j["op"] = at.op;
+    j["phase"] = at.phase;
+    j["config"] = at.config == "a" ? json(ga.name) : at.config == "b" ? json(gb.name) : at.config == "both" ? json("both") : json(nullptr);
+    if (!j.contains("reason"))
+      j["reason"] = at.verdict == Verdict::kCode
+                        ? fmt::format("{} {} lies beyond the rounding bound in {}", at.op, at.phase, j["config"].get<std::string>())
+                        : "every differing sampled element is within both configs' rounding bounds";
+  }
+  return j;
+}
+
+}  // namespace
+
+Status AnalysisOptions::validate() const {
+  SADDLESCOPE_RETURN_IF_ERROR(episodes.validate());
+  if (!(level > 0 && level < 1)) return Status::Error(fmt::format("level must be in (0, 1), got {}", level));
+  if (permutations < 1) return Status::Error(fmt::format("permutations must be >= 1, got {}", permutations));
+  if (resamples < 1) return Status::Error(fmt::format("resamples must be >= 1, got {}", resamples));
+  if (attribution_k < 1) return Status::Error(fmt::format("attribution_k must be >= 1, got {}", attribution_k));
+  return Status::Ok();
+}
+
+Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& o, const Replayer& replay,
+                           const std::function<void(int64_t, int64_t)>& progress) {
+  SADDLESCOPE_RETURN_IF_ERROR(o.validate());
+  const std::vector<std::string> names = run_names(study_dir);
+  if (names.empty()) return Status::Error(study_dir + ": no runs (expected run directories under " + study_dir + "/runs)");
+  std::vector<Run> runs;
+  runs.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    runs.push_back(read_run(study_dir, names[i], o));
+    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(names.size()));
+  }
+  for (const auto& k : o.group_by) {
+    bool any = false;
+    for (const auto& r : runs) any |= r.dir && !r.dir->manifest().config_value(k).is_null();
+    if (!any) return Status::Error("--group-by: no run has a config key '" + k + "'");
+  }
+
+  std::map<std::string, Group> groups;
+  for (const Run& r : runs) {
+    if (!r.analysed()) continue;
+    Group& g = groups[r.group];
+    g.name = r.group;
+    g.runs.push_back(&r);
+    if (r.final_loss) g.final_loss.push_back(*r.final_loss);
+    if (r.episodes) {
+      g.time_in_saddle.push_back(static_cast<double>(r.episodes->time_in_saddle));
+      if (!r.episodes->episodes.empty()) {
+        const Episode& e = r.episodes->episodes.front();
+        g.escapes.push_back({static_cast<double>(e.escape_steps), !e.censored});
+      }
+    }
+  }
+  if (!o.baseline.empty() && !groups.count(o.baseline)) {
+    std::string known;
+    for (const auto& [name, g] : groups) known += (known.empty() ? "" : ", ") + name;
+    return Status::Error("--baseline: no group is named '" + o.baseline + "' (groups: " + known + ")");
+  }
+
+  std::vector<std::pair<const Group*, const Group*>> pairs;
+  for (auto i = groups.begin(); i != groups.end(); ++i) {
+    if (!o.baseline.empty()) {
+      if (i->first != o.baseline) pairs.emplace_back(&groups[o.baseline], &i->second);
+      continue;
+    }
+    for (auto j = std::next(i); j != groups.end(); ++j) pairs.emplace_back(&i->second, &j->second);
+  }
+
+  json out;
+  out["schema_version"] = 1;
+  out["study_dir"] = study_dir;
+  const EpisodeOptions& e = o.episodes;
+  out["definitions"] = {
+      {"epsilon", e.epsilon},
+      {"gamma", e.gamma},
+      {"delta", num(e.delta)},
+      {"escape_drop", e.escape_drop},
+      {"loss_window", e.loss_window},
+      {"loss_levels", e.loss_levels},
+      {"gradient_norm", "probe_grad_norm: the gradient on the fixed probe batch (curvature.csv), against G, "
+                        "the largest probe gradient norm of the run"},
+      {"escape_time", "optimiser steps from the entry probe step to the escape probe step"},
+      {"km_observation", "each run's first episode (runs without one are counted, not observed)"},
+      {"level", o.level},
+      {"permutations", o.permutations},
+      {"resamples", o.resamples},
+      {"seed", o.seed},
+      {"group_by", o.group_by.empty() ? json("study config") : json(o.group_by)},
+      {"baseline", o.baseline.empty() ? json(nullptr) : json(o.baseline)},
+      {"attribution_k", o.attribution_k}};
+  out["runs"] = json::array();
+  int64_t skipped = 0;
+  for (const Run& r : runs) {
+    out["runs"].push_back(run_json(r, o));
+    skipped += !r.analysed();
+  }
+  out["n_runs"] = runs.size();
+  out["n_skipped"] = skipped;
+  out["groups"] = json::array();
+  for (const auto& [name, g] : groups) out["groups"].push_back(group_json(g, o));
+
+  out["comparisons"] = json::array();
+  out["divergence"] = json::array();
+  out["attribution"] = json::array();
+  for (const auto& [ga, gb] : pairs) {
+    out["comparisons"].push_back(comparison_json(*ga, *gb, o));
+    const auto seeds_a = by_seed(*ga), seeds_b = by_seed(*gb);
+    bool attributed = false;
+    for (const auto& [seed, ra] : seeds_a) {
+      auto it = seeds_b.find(seed);
+      if (it == seeds_b.end()) continue;
+      const Run& rb = *it->second;
+      auto d = diverge(*ra->dir, ra->metrics, *rb.dir, rb.metrics);
+      json dj = divergence_json(*ra, rb, d.ok() ? &*d : nullptr, d.ok() ? "" : d.status().message());
+      dj["a"] = ga->name;
+      dj["b"] = gb->name;
+      out["divergence"].push_back(dj);
+      if (!attributed) {  // the smallest seed the groups share
+        out["attribution"].push_back(attribution_json(*ga, *gb, *ra, rb, d.ok() ? &*d : nullptr, o, replay));
+        attributed = true;
+      }
+    }
+  }
+  apply_holm(out["comparisons"]);
+
+  // The theory check over every escaped episode of a gradient-descent (SGD) run.
+  std::vector<double> predicted, observed;
+  json points = json::array();
+  for (const auto& r : out["runs"]) {
+    if (r["optimizer"] != "sgd" || !r["episodes"].is_array()) continue;
+    for (const auto& ep : r["episodes"]) {
+      const json& p = ep["theory"]["predicted_escape_steps"];
+      if (ep["censored"].get<bool>() || !p.is_number()) continue;
+      predicted.push_back(p.get<double>());
+      observed.push_back(ep["escape_steps"].get<double>());
+      points.push_back({{"run_id", r["run_id"]}, {"entry_step", ep["entry_step"]}, {"predicted", p},
+                        {"observed", ep["escape_steps"]}});
+    }
+  }
+  json theory = {{"n", predicted.size()}, {"slope", nullptr}, {"intercept", nullptr}, {"r2", nullptr},
+                 {"slope_std_error", nullptr}, {"points", points},
+                 {"scope", "escaped episodes of optimizer = sgd runs: the theory is for gradient descent"}};
+  if (auto fit = fit_line(predicted, observed); fit.ok()) {
+    theory["slope"] = num(fit->slope);
+    theory["intercept"] = num(fit->intercept);
+    theory["r2"] = num(fit->r_squared);
+    theory["slope_std_error"] = num(fit->slope_std_error);
+  } else {
+    theory["note"] = fit.status().message();
+  }
+  out["theory"] = theory;
+  return out;
+}
+
+}  // namespace saddlescope::analysis

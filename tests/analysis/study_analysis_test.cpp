@@ -1,0 +1,360 @@
+// The study analysis on synthetic run stores with planted answers: two groups whose runs escape a
+// planted saddle at different times (and some never), final losses that differ, identical groups,
+// groups without episodes, partial and malformed runs that are reported and skipped, paired-run
+// divergence, attribution through a replayer (and its fallbacks), the theory fit, and bad options.
+#include "saddlescope/analysis/study_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "../store/run_fixture.h"
+#include "saddlescope/store/npy.h"
+#include "temp_dir.h"
+
+namespace saddlescope::analysis {
+namespace {
+
+using nlohmann::json;
+
+struct PlantedRun {
+  std::string group;
+  int64_t seed = 0;
+  int64_t escape_at = -1;      // probe step at which the loss drops 5% (-1: never: censored)
+  double final_loss = 0.5;
+  float param = 1.0f;          // the final snapshot's parameter value (divergence)
+  double loss_offset = 0;      // added to every metrics loss (0: bitwise the same as the others)
+  std::string optimizer = "adam";
+  bool curvature = true;
+  store::RunStatus status = store::RunStatus::kCompleted;
+};
+
+// Probes every 10 steps over 200 steps: away from saddles until 20, on a plateau with λmin = −1 from
+// 30 (entered there: the loss stopped falling at 20), the loss 5% lower from `escape_at` on.
+std::vector<store::CurvatureRow> planted_curvature(int64_t escape_at) {
+  std::vector<store::CurvatureRow> rows;
+  for (int64_t s = 0; s <= 200; s += 10) {
+    store::CurvatureRow r;
+    r.step = s;
+    const bool descending = s < 20, escaped = escape_at >= 0 && s >= escape_at;
+    r.probe_loss = descending ? 2.0 - 0.05 * static_cast<double>(s) : escaped ? 0.95 : 1.0;
+    r.probe_grad_norm = descending ? 4.0 : 0.1;
+    r.lambda_min = escaped ? 0.5 : descending ? 0.2 : -1.0;
+    r.lambda_max = 10;
+    r.g_dot_vmin = 1e-3;
+    r.trace = r.trace_se = r.negative_mass = r.negative_mass_lower = r.negative_mass_upper = NAN;
+    r.hessian_lipschitz = NAN;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string add_planted(const std::string& study, const PlantedRun& p) {
+  const std::string id = p.group + "-s" + std::to_string(p.seed);
+  store::RunManifest m = testing::make_manifest(id, p.status, p.seed, "key-" + p.group);
+  m.extra["study"] = {{"name", "synthetic"}, {"config", p.group}, {"seed", p.seed}};
+  m.config["optimizer"] = p.optimizer;
+  m.config["steps"] = 200;
+  if (p.status == store::RunStatus::kCompleted) {
+    m.steps_completed = 200;
+    m.final_loss = p.final_loss;
+  }
+  auto dir = store::create_run_dir(study, id, false);
+  EXPECT_TRUE(dir.ok()) << dir.status().message();
+  std::vector<store::MetricsRow> metrics;
+  for (int64_t s = 0; s < 200; ++s) metrics.push_back({s, 1.0 + p.loss_offset, 0.5, 0.01, 0.0});
+  testing::write_rows(*dir, &m, store::kMetrics, metrics);
+  if (p.curvature) testing::write_rows(*dir, &m, store::kCurvature, planted_curvature(p.escape_at));
+  for (int64_t step : {int64_t{0}, int64_t{200}}) {
+    const std::string snap = store::snapshot_dir(*dir, step);
+    std::filesystem::create_directories(snap);
+    float w[2] = {1.0f, step == 0 ? 1.0f : p.param};
+    EXPECT_TRUE(store::write_npy(snap + "/w.npy", store::Dtype::kFloat32, {2}, w).ok());
+  }
+  m.files[store::kSnapshotsEntry] = store::kSnapshotsVersion;
+  EXPECT_TRUE(store::write_manifest(*dir, m).ok());
+  return *dir;
+}
+
+const json* find_by(const json& array, const std::string& key, const std::string& value) {
+  for (const auto& x : array)
+    if (x[key] == value) return &x;
+  return nullptr;
+}
+
+AnalysisOptions fast() {
+  AnalysisOptions o;
+  o.permutations = 999;
+  o.resamples = 999;
+  return o;
+}
+
+// "fast" escapes at 50 every time; "slow" at 150, or never for 3 of 8 seeds; final losses differ.
+void plant_two_groups(const std::string& study) {
+  for (int64_t s = 0; s < 8; ++s) {
+    add_planted(study, {"fast", s, 50, 0.30 + 0.001 * static_cast<double>(s)});
+    add_planted(study, {"slow", s, s < 3 ? -1 : 150, 0.60 + 0.001 * static_cast<double>(s), 1.0f + 1e-3f, 1e-7});
+  }
+}
+
+TEST(StudyAnalysis, PlantedGroupsEscapeDifferentlyAndTheStatisticsSaySo) {
+  testing::TempDir dir;
+  plant_two_groups(dir.path());
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["n_runs"], 16);
+  EXPECT_EQ((*a)["n_skipped"], 0);
+
+  const json* run = find_by((*a)["runs"], "run_id", "slow-s1");
+  ASSERT_NE(run, nullptr);
+  ASSERT_EQ((*run)["episodes"].size(), 1u);
+  const json& e = (*run)["episodes"][0];
+  EXPECT_EQ(e["entry_step"], 30);
+  EXPECT_TRUE(e["censored"].get<bool>());
+  EXPECT_TRUE(e["exit_step"].is_null());
+  EXPECT_EQ(e["escape_steps"], 170);
+  EXPECT_EQ(e["lambda_min_entry"], -1.0);
+  EXPECT_EQ((*run)["time_in_saddle"], 170);
+
+  const json* fast_group = find_by((*a)["groups"], "name", "fast");
+  ASSERT_NE(fast_group, nullptr);
+  EXPECT_EQ((*fast_group)["n_runs"], 8);
+  EXPECT_EQ((*fast_group)["n_escaped"], 8);
+  EXPECT_EQ((*fast_group)["median_escape_steps"], 20.0);
+  ASSERT_EQ((*fast_group)["km"].size(), 1u);
+  EXPECT_EQ((*fast_group)["km"][0]["survival"], 0.0);
+  const json* slow_group = find_by((*a)["groups"], "name", "slow");
+  EXPECT_EQ((*slow_group)["n_censored"], 3);
+  EXPECT_EQ((*slow_group)["median_escape_steps"], 120.0);  // 5 of 8 escape at 120 steps: S = 3/8
+  EXPECT_EQ((*slow_group)["km"][0]["survival"], 3.0 / 8);
+
+  ASSERT_EQ((*a)["comparisons"].size(), 1u);
+  const json& c = (*a)["comparisons"][0];
+  EXPECT_EQ(c["a"], "fast");
+  EXPECT_EQ(c["b"], "slow");
+  EXPECT_TRUE(c["logrank"]["defined"].get<bool>());
+  EXPECT_LT(c["logrank"]["p"].get<double>(), 0.01);
+  EXPECT_EQ(c["final_loss"]["cliffs_delta"], -1.0);  // every fast loss below every slow one
+  EXPECT_EQ(c["final_loss"]["p_method"], "exact");
+  EXPECT_NEAR(c["final_loss"]["p"].get<double>(), 2.0 / 12870, 1e-12);  // 2 / C(16, 8)
+  EXPECT_NEAR(c["final_loss"]["median_difference"].get<double>(), -0.3, 1e-12);
+  EXPECT_LT(c["final_loss"]["ci_high"].get<double>(), 0);
+  // Holm over the three tests (log-rank, final loss, time in saddle): this p is multiplied by 2 or 3.
+  const double p = c["final_loss"]["p"].get<double>(), p_holm = c["final_loss"]["p_holm"].get<double>();
+  EXPECT_GE(p_holm, 2 * p * (1 - 1e-12));
+  EXPECT_LE(p_holm, 3 * p * (1 + 1e-12));
+  double smallest = 1;
+  for (const char* t : {"logrank", "final_loss", "time_in_saddle"}) smallest = std::min(smallest, c[t]["p_holm"].get<double>());
+  EXPECT_EQ(c["p_holm"], smallest);
+
+  // Paired runs differ in loss from step 0 and in parameters at the last snapshot.
+  ASSERT_EQ((*a)["divergence"].size(), 8u);
+  const json& d = (*a)["divergence"][0];
+  EXPECT_EQ(d["first_loss_step"], 0);
+  EXPECT_EQ(d["first_param_step"], 200);
+  // No replayer and no recorded op taps: the attribution says it cannot tell, and why.
+  ASSERT_EQ((*a)["attribution"].size(), 1u);
+  EXPECT_EQ((*a)["attribution"][0]["verdict"], "undetermined");
+  EXPECT_EQ((*a)["attribution"][0]["seed"], 0);
+
+  EXPECT_EQ((*a)["theory"]["n"], 0) << "Adam runs only";
+  EXPECT_EQ((*a)["definitions"]["epsilon"], 0.1);
+  auto tables = analysis_tables(*a);
+  EXPECT_EQ(tables.size(), 8u);
+  EXPECT_EQ(tables[1].first, "episodes.csv");
+  EXPECT_EQ(std::count(tables[1].second.begin(), tables[1].second.end(), '\n'), 1 + 16);
+  const std::string verdict = analysis_verdict(*a);
+  EXPECT_NE(verdict.find("fast vs slow"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("undetermined"), std::string::npos) << verdict;
+}
+
+TEST(StudyAnalysis, IdenticalGroupsAreIdenticalBitwise) {
+  testing::TempDir dir;
+  for (int64_t s = 0; s < 3; ++s) {  // escapes at 50, 60, 70 in both groups
+    add_planted(dir.path(), {"one", s, 50 + 10 * s});
+    add_planted(dir.path(), {"two", s, 50 + 10 * s});
+  }
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const json& c = (*a)["comparisons"][0];
+  ASSERT_TRUE(c["logrank"]["p"].is_number()) << c.dump();
+  EXPECT_NEAR(c["logrank"]["p"].get<double>(), 1.0, 1e-12);
+  EXPECT_EQ(c["final_loss"]["p"], 1.0);
+  EXPECT_EQ(c["final_loss"]["cliffs_delta"], 0.0);
+  EXPECT_EQ((*a)["attribution"][0]["verdict"], "identical");
+  EXPECT_EQ((*a)["attribution"][0]["evidence"], "bitwise");
+  EXPECT_TRUE((*a)["divergence"][0]["first_loss_step"].is_null());
+  EXPECT_EQ((*a)["divergence"][0]["final_rel_l2"], 0.0);
+}
+
+TEST(StudyAnalysis, GroupsWithoutEpisodesOrWithOneRunHaveNoTestButNoCrash) {
+  testing::TempDir dir;
+  add_planted(dir.path(), {"alone", 0, 50});  // n = 1
+  PlantedRun flat{"flat", 0, 50};
+  flat.curvature = false;  // no curvature probe: no episodes, but a final loss
+  add_planted(dir.path(), flat);
+  add_planted(dir.path(), {"stall", 0, -1});  // all censored
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const json* f = find_by((*a)["runs"], "run_id", "flat-s0");
+  EXPECT_TRUE((*f)["episodes"].is_null());
+  EXPECT_EQ((*f)["episodes_note"], "no curvature probe: episodes need curvature.csv");
+  const json* g = find_by((*a)["groups"], "name", "flat");
+  EXPECT_EQ((*g)["n_with_episode"], 0);
+  EXPECT_TRUE((*g)["km"].empty());
+  ASSERT_EQ((*a)["comparisons"].size(), 3u);
+  for (const auto& c : (*a)["comparisons"]) {
+    if (c["a"] == "alone" && c["b"] == "flat") EXPECT_FALSE(c["logrank"]["defined"].get<bool>());
+    EXPECT_TRUE(c["final_loss"]["defined"].get<bool>());
+    EXPECT_EQ(c["final_loss"]["n_a"], 1);
+  }
+  const json* s = find_by((*a)["groups"], "name", "stall");
+  EXPECT_TRUE((*s)["median_escape_steps"].is_null());
+}
+
+TEST(StudyAnalysis, PartialAndMalformedRunsAreReportedAndSkipped) {
+  testing::TempDir dir;
+  plant_two_groups(dir.path());
+  PlantedRun failed{"fast", 20, 50};
+  failed.status = store::RunStatus::kFailed;
+  add_planted(dir.path(), failed);
+  PlantedRun running{"fast", 21, 50};
+  running.status = store::RunStatus::kRunning;  // its writer is gone: stale
+  add_planted(dir.path(), running);
+  const std::string truncated = add_planted(dir.path(), {"slow", 22, 50});
+  {  // a malformed line in the middle of curvature.csv
+    std::ifstream in(truncated + "/curvature.csv");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.insert(text.find('\n', text.find('\n') + 1) + 1, "10,0.5,not-a-number\n");
+    std::ofstream(truncated + "/curvature.csv") << text;
+  }
+  const std::string foreign = add_planted(dir.path(), {"slow", 23, 50});
+  {
+    auto m = store::read_manifest(foreign);
+    m->files[store::kMetrics.file] = 99;
+    ASSERT_TRUE(store::write_manifest(foreign, *m).ok());
+  }
+  std::filesystem::create_directories(dir.file("runs/not-a-run"));
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["n_runs"], 21);
+  EXPECT_EQ((*a)["n_skipped"], 4);
+  EXPECT_EQ((*find_by((*a)["runs"], "run_id", "fast-s20"))["skipped"], "status failed");
+  EXPECT_EQ((*find_by((*a)["runs"], "run_id", "fast-s21"))["status"], "stale");
+  EXPECT_NE((*find_by((*a)["runs"], "run_id", "slow-s23"))["skipped"].get<std::string>().find("metrics.csv"),
+            std::string::npos);
+  EXPECT_FALSE((*find_by((*a)["runs"], "run_id", "not-a-run"))["skipped"].is_null());
+  const json* torn = find_by((*a)["runs"], "run_id", "slow-s22");
+  EXPECT_TRUE((*torn)["skipped"].is_null()) << "a final loss is still there to compare";
+  EXPECT_TRUE((*torn)["episodes"].is_null());
+  EXPECT_NE((*torn)["episodes_note"].get<std::string>().find("curvature.csv"), std::string::npos);
+  EXPECT_EQ((*find_by((*a)["groups"], "name", "fast"))["n_runs"], 8);
+}
+
+// A replayer standing in for `saddlescope replay`: config "faulty" computes the loss's gradient
+// against another target; "plain" replays give the same rows.
+std::vector<store::OpRow> replay_rows(bool faulty, int64_t step) {
+  auto row = [&](const char* op, const char* phase, double observed, const char* flag) {
+    store::OpRow r;
+    r.step = step;
+    r.op = op;
+    r.phase = phase;
+    r.index = "0";
+    r.observed = observed;
+    r.flag = flag;
+    r.bound_ratio = std::strcmp(flag, "beyond") == 0 ? 1e5 : 0.1;
+    return r;
+  };
+  return {row("fc", "fwd", 1.5, "within"), row("loss", "fwd", 0.5, "within"),
+          row("loss", "dgrad", faulty ? 0.25 : 0.125, faulty ? "beyond" : "within"),
+          row("fc", "wgrad", faulty ? 0.5 : 0.25, "within")};
+}
+
+TEST(StudyAnalysis, AttributionReplaysTheFirstDifferenceAndNamesTheOp) {
+  testing::TempDir dir;
+  for (int64_t s = 0; s < 2; ++s) {
+    add_planted(dir.path(), {"plain", s, 50, 0.3});
+    add_planted(dir.path(), {"faulty", s, 50, 0.6, 1.5f, 1e-3});
+  }
+  std::vector<std::string> calls;
+  Replayer replay = [&](const std::string& run, const std::string& params, int64_t step, int64_t k) {
+    calls.push_back(std::filesystem::path(run).filename().string() + "<-" + std::filesystem::path(params).filename().string() +
+                    "@" + std::to_string(step) + "k" + std::to_string(k));
+    return Result<std::vector<store::OpRow>>(replay_rows(run.find("faulty") != std::string::npos, step));
+  };
+  AnalysisOptions o = fast();
+  o.baseline = "plain";
+  auto a = analyze_study(dir.path(), o, replay);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ((*a)["attribution"].size(), 1u);
+  const json& x = (*a)["attribution"][0];
+  EXPECT_EQ(x["a"], "plain");
+  EXPECT_EQ(x["verdict"], "code");
+  EXPECT_EQ(x["op"], "loss");
+  EXPECT_EQ(x["phase"], "dgrad");
+  EXPECT_EQ(x["config"], "faulty");
+  EXPECT_EQ(x["evidence"], "replay");
+  EXPECT_EQ(x["step"], 0);
+  // Both configs replayed from the baseline run's parameters, at the first differing step.
+  EXPECT_EQ(calls, (std::vector<std::string>{"plain-s0<-plain-s0@0k16", "faulty-s0<-plain-s0@0k16"}));
+
+  // A replayer that cannot run here (a CUDA config on a CPU host): no op taps recorded either.
+  Replayer broken = [](const std::string&, const std::string&, int64_t, int64_t) {
+    return Result<std::vector<store::OpRow>>(Status::Error("needs CUDA, which this host lacks"));
+  };
+  a = analyze_study(dir.path(), o, broken);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)["attribution"][0]["verdict"], "undetermined");
+  EXPECT_NE((*a)["attribution"][0]["reason"].get<std::string>().find("needs CUDA"), std::string::npos);
+}
+
+TEST(StudyAnalysis, TheTheoryFitsSgdEpisodes) {
+  testing::TempDir dir;
+  for (int64_t s = 0; s < 4; ++s) {
+    PlantedRun p{"sgd", s, 50 + 20 * s};
+    p.optimizer = "sgd";
+    add_planted(dir.path(), p);
+  }
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const json& t = (*a)["theory"];
+  EXPECT_EQ(t["n"], 4);
+  ASSERT_EQ(t["points"].size(), 4u);
+  // Every episode has the same λmin, η and g·v_min, hence one prediction: no fit (every x equal).
+  EXPECT_TRUE(t["slope"].is_null());
+  EXPECT_FALSE(t["note"].is_null());
+  const json& th = (*find_by((*a)["runs"], "run_id", "sgd-s0"))["episodes"][0]["theory"];
+  // r0 = |g·v|/|λ| = 1e-3; R = sqrt(2 · 0.01 · 1 / 1); predicted = ln(R/r0) / ln(1 + 0.01).
+  EXPECT_DOUBLE_EQ(th["r0"].get<double>(), 1e-3);
+  EXPECT_DOUBLE_EQ(th["R"].get<double>(), std::sqrt(0.02));
+  EXPECT_DOUBLE_EQ(th["predicted_escape_steps"].get<double>(), std::log(std::sqrt(0.02) / 1e-3) / std::log1p(0.01));
+}
+
+TEST(StudyAnalysis, BadOptionsAndStudiesAreErrors) {
+  testing::TempDir dir;
+  EXPECT_EQ(analyze_study(dir.path(), fast()).status().message(),
+            dir.path() + ": no runs (expected run directories under " + dir.path() + "/runs)");
+  plant_two_groups(dir.path());
+  AnalysisOptions o = fast();
+  o.baseline = "gpu";
+  EXPECT_EQ(analyze_study(dir.path(), o).status().message(), "--baseline: no group is named 'gpu' (groups: fast, slow)");
+  o = fast();
+  o.group_by = {"no_such_key"};
+  EXPECT_EQ(analyze_study(dir.path(), o).status().message(), "--group-by: no run has a config key 'no_such_key'");
+  o = fast();
+  o.level = 1;
+  EXPECT_EQ(analyze_study(dir.path(), o).status().message(), "level must be in (0, 1), got 1");
+  o = fast();
+  o.group_by = {"device", "optimizer"};
+  auto a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ((*a)["groups"].size(), 1u);
+  EXPECT_EQ((*a)["groups"][0]["name"], "device=cpu,optimizer=adam");
+  EXPECT_EQ((*a)["groups"][0]["n_runs"], 16);
+}
+
+}  // namespace
+}  // namespace saddlescope::analysis
