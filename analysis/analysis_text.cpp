@@ -133,7 +133,7 @@ std::string analysis_verdict(const json& a) {
                          p_text(lr["p"]), p_text(lr["p_holm"]), c["escape"]["n_a"].get<int64_t>(),
                          c["escape"]["n_b"].get<int64_t>());
     else
-      out += fmt::format("  escape:      no test (episodes {} vs {}, escapes needed in either)\n",
+      out += fmt::format("  escape:      log-rank undefined (episodes {} vs {}: no escape time with variance to test)\n",
                          c["escape"]["n_a"].get<int64_t>(), c["escape"]["n_b"].get<int64_t>());
     const json& f = c["final_loss"];
     if (f["defined"].get<bool>())

@@ -32,6 +32,10 @@ Command add_curvature(CLI::App& app);
 Command add_ops(CLI::App& app);
 Command add_store(CLI::App& app);
 Command add_study(CLI::App& app);
+Command add_analyze(CLI::App& app);
+
+// This executable, for the processes a command starts (study runs, replays).
+std::string self_path();
 
 // Prints "saddlescope: <message>" on stderr and returns 1: the one way commands report errors.
 int fail(const std::string& message);

@@ -8,6 +8,7 @@
 // is what scripts can test for.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,12 @@ int fail(const std::string& message) {
   return 1;
 }
 
+std::string self_path() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "saddlescope" : p.string();
+}
+
 }  // namespace saddlescope::app
 
 int main(int argc, char** argv) {
@@ -36,7 +43,7 @@ int main(int argc, char** argv) {
                                                 saddlescope::toolkit_commit()),
                        "Print the version and the commit it was built from, and exit");
   std::vector<Command> commands;
-  for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_ops, add_reference, add_data, add_store, add_study, add_env}) commands.push_back(add(app));
+  for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_ops, add_reference, add_data, add_store, add_study, add_analyze, add_env}) commands.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

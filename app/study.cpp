@@ -28,14 +28,6 @@
 namespace saddlescope::app {
 namespace {
 
-namespace fs = std::filesystem;
-
-// This executable, for the processes a study starts.
-std::string self_path() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "saddlescope" : p.string();
-}
 
 Result<study::Study> load(const std::string& file, const std::string& out) {
   auto s = study::load_study(file, out);

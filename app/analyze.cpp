@@ -1,0 +1,120 @@
+// saddlescope analyze STUDY_DIR: saddle episodes, escape-time statistics, divergence and attribution
+// of a study, into STUDY_DIR/analysis/ (analysis.json, one CSV per table, the replays behind the
+// attribution), and a short verdict on stdout. docs/analysis.md defines every number.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "saddlescope/analysis/study_analysis.h"
+#include "saddlescope/base/process.h"
+#include "saddlescope/base/progress.h"
+#include "saddlescope/store/files.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/store/table.h"
+
+namespace saddlescope::app {
+namespace {
+
+// Replays through `saddlescope replay` (this executable), one process per replay, since execution
+// settings are global to a process; each replay's ops.csv stays in <dir>/replays/ as evidence, and a
+// replay asked for twice is read back rather than run again.
+class ProcessReplayer {
+ public:
+  ProcessReplayer(std::string self, std::string dir) : self_(std::move(self)), dir_(std::move(dir)) {}
+
+  Result<std::vector<store::OpRow>> operator()(const std::string& run, const std::string& params, int64_t step,
+                                               int64_t k) {
+    auto key = std::make_tuple(run, params, step, k);
+    auto it = done_.find(key);
+    if (it == done_.end()) {
+      const std::string name = fmt::format("{}-from-{}-step{}-k{}", base(run), base(params), step, k);
+      const std::string out = dir_ + "/replays/" + name;
+      Status s = run_process({self_, "replay", run, "--step", std::to_string(step), "--params-from", params, "--ops",
+                              fmt::format("ops:at={},k={},wgrad=true", step, k), "--out", out});
+      it = done_.emplace(key, s.ok() ? out : "!" + s.message()).first;
+    }
+    if (it->second[0] == '!') return Status::Error(it->second.substr(1));
+    return store::read_table(it->second, store::kOps);
+  }
+
+ private:
+  static std::string base(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+  std::string self_, dir_;
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::string> done_;
+};
+
+}  // namespace
+
+Command add_analyze(CLI::App& app) {
+  struct Args {
+    std::string study;
+    analysis::AnalysisOptions o;
+    bool no_replay = false;
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand(
+      "analyze", "Saddle episodes, escape statistics, divergence and rounding-vs-code attribution of a study");
+  sub->add_option("study_dir", args->study, "Study directory (holds runs/)")->required();
+  sub->add_option("--group-by", args->o.group_by,
+                  "Config keys that name a run's group, comma-separated (default: the study's config names)")
+      ->delimiter(',');
+  sub->add_option("--baseline", args->o.baseline, "Compare this group with every other (default: every pair)");
+  auto& e = args->o.episodes;
+  sub->add_option("--epsilon", e.epsilon, "Saddle region: ‖g‖ <= epsilon · G, G the run's largest probe gradient norm")
+      ->capture_default_str();
+  sub->add_option("--gamma", e.gamma, "Saddle region: λmin <= −gamma · λmax")->capture_default_str();
+  sub->add_option("--delta", e.delta, "Saddle region: the probe loss changed by less than delta (relative) per probe interval")
+      ->capture_default_str();
+  sub->add_option("--escape-drop", e.escape_drop, "Escape: the probe loss fell by more than this (relative) below entry")
+      ->capture_default_str();
+  sub->add_option("--loss-levels", e.loss_levels, "Report the first step each training-loss level is crossed")
+      ->delimiter(',');
+  sub->add_option("--loss-window", e.loss_window, "Steps of the trailing mean for --loss-levels")->capture_default_str();
+  sub->add_option("--level", args->o.level, "Confidence level of bands and intervals")->capture_default_str();
+  sub->add_option("--permutations", args->o.permutations, "Random splits of the permutation test")->capture_default_str();
+  sub->add_option("--resamples", args->o.resamples, "Bootstrap resamples")->capture_default_str();
+  sub->add_option("--seed", args->o.seed, "Seed of the permutation test and bootstrap")->capture_default_str();
+  sub->add_option("--attribution-k", args->o.attribution_k, "Op-tap samples per op in attribution replays")
+      ->capture_default_str();
+  sub->add_flag("--no-replay", args->no_replay,
+                "Attribute from the runs' recorded op taps only (no replays; they may need the runs' devices)");
+  sub->add_flag("--quiet", args->quiet, "No progress");
+  auto run = [args]() -> int {
+    const analysis::AnalysisOptions& o = args->o;
+    Status valid = o.validate();
+    if (!valid.ok()) return fail("--" + valid.message());
+    auto dir = store::AtomicDir::begin(args->study + "/analysis");
+    if (!dir) return fail(dir.status().message());
+    ProcessReplayer replayer(self_path(), dir->path());
+    analysis::Replayer replay;
+    if (!args->no_replay) replay = [&replayer](const std::string& r, const std::string& p, int64_t s, int64_t k) {
+      return replayer(r, p, s, k);
+    };
+    std::unique_ptr<Progress> bar;
+    auto progress = [&](int64_t done, int64_t total) {
+      if (args->quiet) return;
+      if (!bar) bar = std::make_unique<Progress>("analyze", total, "runs", stderr);
+      if (done < total) bar->update(done, "reading runs");
+      else if (Progress::is_terminal(stderr)) bar->finish(done, "runs read");  // off a terminal: lines only
+                                                                             // every 10 s of a long read
+    };
+    auto a = analysis::analyze_study(args->study, o, replay, progress);
+    if (!a) return fail(a.status().message());
+    Status st = store::write_file_atomic(dir->path() + "/analysis.json", a->dump(2) + "\n");
+    for (const auto& [name, text] : analysis::analysis_tables(*a))
+      if (st.ok()) st = store::write_file_atomic(dir->path() + "/" + name, text);
+    if (st.ok()) st = dir->commit();
+    if (!st.ok()) return fail(st.message());
+    fmt::print("{}analysis: {}/analysis/analysis.json\n", analysis::analysis_verdict(*a), args->study);
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace saddlescope::app
