@@ -43,6 +43,8 @@ struct Run {
   std::vector<store::MetricsRow> metrics;
   std::optional<RunEpisodes> episodes;
   std::string episodes_note;  // why there are no episodes (no curvature probe, unreadable curvature.csv)
+  std::vector<int64_t> refined_steps;  // snapshot steps the refine pass evaluated
+  std::string refine_note;             // why a refine evaluation failed
   std::optional<double> final_loss, eval_mse, baseline_mse;
   std::string optimizer = "adam";
   std::string dtype = "float32";
@@ -85,7 +87,46 @@ Result<std::string> group_of(const store::RunManifest& m, const std::vector<std:
   return name;
 }
 
-Run read_run(const std::string& study_dir, const std::string& name, const AnalysisOptions& o) {
+// The run's curvature probe spec from its config ("" when none).
+std::string curvature_spec(const store::RunManifest& m) {
+  const json& probes = m.config_value("probe");
+  if (probes.is_array())
+    for (const auto& p : probes)
+      if (p.is_string() && p.get<std::string>().rfind("curvature", 0) == 0) return p.get<std::string>();
+  return "";
+}
+
+// The refine pass: curvature at the snapshots inside each episode's entry and exit windows, then the
+// episodes again over every row.
+void refine(Run& r, std::vector<store::CurvatureRow> rows, const AnalysisOptions& o, const CurvatureAt& at) {
+  std::set<int64_t> probed, wanted;
+  for (const auto& row : rows) probed.insert(row.step);
+  std::vector<std::pair<int64_t, int64_t>> windows;  // (lo, hi): steps strictly between
+  for (const Episode& e : r.episodes->episodes) {
+    windows.emplace_back(e.entry_step - e.entry_resolution, e.entry_step);
+    if (e.exit_step) windows.emplace_back(*e.exit_step - e.exit_resolution, *e.exit_step);
+  }
+  for (int64_t s : r.dir->snapshot_steps())
+    for (const auto& [lo, hi] : windows)
+      if (s > lo && s < hi && !probed.count(s)) wanted.insert(s);
+  const std::string spec = curvature_spec(r.dir->manifest());
+  for (int64_t s : wanted) {
+    auto row = at(r.dir->path(), s, spec);
+    if (!row) {
+      r.refine_note = fmt::format("step {}: {}", s, row.status().message());
+      return;
+    }
+    rows.push_back(*row);
+    r.refined_steps.push_back(s);
+  }
+  if (r.refined_steps.empty()) {
+    r.refine_note = "no snapshot inside an episode's windows (train with a denser snapshot_every)";
+    return;
+  }
+  if (auto eps = find_episodes(rows, r.metrics, o.episodes); eps.ok()) r.episodes = std::move(*eps);
+}
+
+Run read_run(const std::string& study_dir, const std::string& name, const AnalysisOptions& o, const CurvatureAt& at) {
   Run r;
   r.id = name;
   r.path = "runs/" + name;
@@ -130,6 +171,9 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
     r.episodes_note = eps.status().message();
   } else {
     r.episodes = std::move(*eps);
+    r.dir.emplace(std::move(*dir));
+    if (o.refine && !r.episodes->episodes.empty()) refine(r, std::move(*curvature), o, at);
+    return r;
   }
   r.dir.emplace(std::move(*dir));
   return r;
@@ -238,6 +282,10 @@ json run_json(const Run& r, const AnalysisOptions& o) {
   j["last_probe_step"] = e.last_probe_step;
   j["gradient_scale"] = num(e.gradient_scale);
   j["time_in_saddle"] = e.time_in_saddle;
+  if (o.refine) {
+    j["refined_steps"] = r.refined_steps;
+    j["refine_note"] = r.refine_note.empty() ? json(nullptr) : json(r.refine_note);
+  }
   j["episodes"] = json::array();
   const bool theory = !e.episodes.empty();
   const int64_t params = theory && r.dir ? parameter_count(*r.dir) : 0;
@@ -507,14 +555,15 @@ Status AnalysisOptions::validate() const {
 }
 
 Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& o, const Replayer& replay,
-                           const std::function<void(int64_t, int64_t)>& progress) {
+                           const std::function<void(int64_t, int64_t)>& progress, const CurvatureAt& curvature_at) {
   SADDLESCOPE_RETURN_IF_ERROR(o.validate());
+  if (o.refine && !curvature_at) return Status::Error("refine needs a curvature evaluator");
   const std::vector<std::string> names = run_names(study_dir);
   if (names.empty()) return Status::Error(study_dir + ": no runs (expected run directories under " + study_dir + "/runs)");
   std::vector<Run> runs;
   runs.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
-    runs.push_back(read_run(study_dir, names[i], o));
+    runs.push_back(read_run(study_dir, names[i], o, curvature_at));
     if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(names.size()));
   }
   for (const auto& k : o.group_by) {
@@ -574,7 +623,8 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
       {"seed", o.seed},
       {"group_by", o.group_by.empty() ? json("study config") : json(o.group_by)},
       {"baseline", o.baseline.empty() ? json(nullptr) : json(o.baseline)},
-      {"attribution_k", o.attribution_k}};
+      {"attribution_k", o.attribution_k},
+      {"refine", o.refine}};
   out["runs"] = json::array();
   int64_t skipped = 0;
   for (const Run& r : runs) {

@@ -1,6 +1,7 @@
 // saddlescope analyze STUDY_DIR: saddle episodes, escape-time statistics, divergence and attribution
 // of a study, into STUDY_DIR/analysis/ (analysis.json, one CSV per table, the replays behind the
 // attribution), and a short verdict on stdout. docs/analysis.md defines every number.
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "saddlescope/analysis/study_analysis.h"
@@ -48,6 +50,33 @@ class ProcessReplayer {
   std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::string> done_;
 };
 
+// A curvature evaluation through `saddlescope curvature --run` (LibTorch, the run's device), as a row.
+Result<store::CurvatureRow> curvature_at(const std::string& self, const std::string& run, int64_t step,
+                                         const std::string& spec) {
+  auto out = run_process_output({self, "curvature", "--run", run, "--at-step", std::to_string(step), "--spec",
+                                 spec.empty() ? "curvature" : spec});
+  if (!out) return out.status();
+  const auto j = nlohmann::json::parse(*out, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::Error("saddlescope curvature printed no JSON object");
+  auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN; };
+  store::CurvatureRow r;
+  r.step = step;
+  r.probe_loss = number("probe_loss");
+  r.probe_grad_norm = number("probe_grad_norm");
+  r.lambda_min = number("lambda_min");
+  r.lambda_min_residual = number("lambda_min_residual");
+  r.lambda_max = number("lambda_max");
+  r.lambda_max_residual = number("lambda_max_residual");
+  r.tolerance = number("tolerance");
+  r.converged = j.value("converged", false);
+  r.iterations = j.value("iterations", int64_t{0});
+  r.g_dot_vmin = number("g_dot_vmin");
+  r.hvp_count = j.value("hvp_count", int64_t{0});
+  r.trace = r.trace_se = r.hessian_lipschitz = NAN;
+  r.negative_mass = r.negative_mass_lower = r.negative_mass_upper = NAN;
+  return r;
+}
+
 }  // namespace
 
 Command add_analyze(CLI::App& app) {
@@ -84,6 +113,9 @@ Command add_analyze(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--no-replay", args->no_replay,
                 "Attribute from the runs' recorded op taps only (no replays; they may need the runs' devices)");
+  sub->add_flag("--refine", args->o.refine,
+                "Also evaluate the curvature probe at the runs' snapshots inside each episode's entry and exit "
+                "windows, for a finer escape time (needs snapshot_every; runs on the runs' devices)");
   sub->add_flag("--quiet", args->quiet, "No progress");
   auto run = [args]() -> int {
     const analysis::AnalysisOptions& o = args->o;
@@ -104,7 +136,11 @@ Command add_analyze(CLI::App& app) {
       else if (Progress::is_terminal(stderr)) bar->finish(done, "runs read");  // off a terminal: lines only
                                                                              // every 10 s of a long read
     };
-    auto a = analysis::analyze_study(args->study, o, replay, progress);
+    const std::string self = self_path();
+    analysis::CurvatureAt curvature = [&self](const std::string& run, int64_t step, const std::string& spec) {
+      return curvature_at(self, run, step, spec);
+    };
+    auto a = analysis::analyze_study(args->study, o, replay, progress, curvature);
     if (!a) return fail(a.status().message());
     Status st = store::write_file_atomic(dir->path() + "/analysis.json", a->dump(2) + "\n");
     for (const auto& [name, text] : analysis::analysis_tables(*a))

@@ -8,9 +8,23 @@
 
 #include "commands.h"
 #include "run_flags.h"
+#include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/train.h"
 
 namespace saddlescope::app {
+namespace {
+
+// The config a run was trained with, from its manifest.
+Result<trainer::RunConfig> run_config(const std::string& run_dir) {
+  auto run = store::RunDir::open(run_dir);
+  if (!run) return Status::Error("--run: " + run.status().message());
+  trainer::ConfigBuilder b;
+  SADDLESCOPE_RETURN_IF_ERROR(b.load_json(run->manifest().config, run_dir + "/manifest.json"));
+  return b.resolve();
+}
+
+}  // namespace
 
 Command add_curvature(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("curvature", "Evaluate the curvature probe once and print JSON");
@@ -22,14 +36,21 @@ Command add_curvature(CLI::App& app) {
       "the probe's options go in --spec, e.g. --spec curvature:k=2");
   auto at_step = std::make_shared<int64_t>(-1);
   auto spec = std::make_shared<std::string>("curvature");
+  auto run_dir = std::make_shared<std::string>();
+  sub->add_option("--run", *run_dir,
+                  "Evaluate a run's model at its snapshot --at-step, with the run's own config (no other config flags)");
   sub->add_option("--at-step", *at_step, "Parameters of this snapshot step of the --init-from run")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--spec", *spec, "The curvature probe's options, e.g. curvature:k=3,tol=1e-4,float64=true");
   sub->footer("Example: saddlescope curvature --data mnist --init-from runs/ae/runs/<id> --at-step 1000 "
               "--spec curvature:k=2,trace=50");
-  auto run = [flags, at_step, spec]() -> int {
-    auto cfg = flags->resolve();
+  auto run = [flags, at_step, spec, run_dir]() -> int {
+    auto cfg = run_dir->empty() ? flags->resolve() : run_config(*run_dir);
     if (!cfg) return fail(cfg.status().message());
+    if (!run_dir->empty()) {
+      if (flags->any_given()) return fail("--run: the run's config is used; give no config flags with it");
+      cfg->init_from = *run_dir;
+    }
     auto j = trainer::curvature_at(*cfg, *at_step, *spec);
     if (!j) return fail(j.status().message());
     fmt::print("{}\n", j->dump(2));

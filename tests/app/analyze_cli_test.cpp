@@ -16,9 +16,11 @@ namespace {
 using nlohmann::json;
 
 // The linear network near its saddle at the origin, curvature every 5 steps, snapshots every 50.
-std::string linear_run(const std::string& out, int seed, const std::string& extra, int steps = 200) {
+std::string linear_run(const std::string& out, int seed, const std::string& extra, int steps = 200,
+                       int snapshot_every = 50) {
   return "train --model linear --data teacher --teacher-noise 0.1 --linear-hidden 2 --init-scale 0.01 --threads 1 "
-         "--batch-size 256 --lr 0.01 --probe curvature:every=5 --snapshot-every 50 --steps " + std::to_string(steps) +
+         "--batch-size 256 --lr 0.01 --probe curvature:every=5 --snapshot-every " + std::to_string(snapshot_every) +
+         " --steps " + std::to_string(steps) +
          " --seed " + std::to_string(seed) + " --out " + out + " " + extra;
 }
 
@@ -52,6 +54,32 @@ TEST(AnalyzeCli, WritesTheAnalysisAndPrintsAVerdict) {
   // Run again: the analysis is replaced whole.
   o = run("analyze " + study + " --no-replay --quiet --baseline " + a["groups"][0]["name"].get<std::string>());
   EXPECT_EQ(o.code, 0) << o.text;
+}
+
+// The linear network's late saddle (the third singular value, which two hidden units cannot learn),
+// seen at curvature probes every 5 steps, then refined from snapshots of every step: entry and escape
+// each move to within one step.
+TEST(AnalyzeCli, RefineEvaluatesCurvatureAtSnapshotsInsideTheEpisodeWindows) {
+  TempDir dir;
+  const std::string study = dir.file("study");
+  ASSERT_EQ(run(linear_run(study, 2, "", 200, 1)).code, 0);
+  ASSERT_EQ(run("analyze " + study + " --no-replay --quiet").code, 0);
+  json coarse = read_json(study + "/analysis/analysis.json")["runs"][0];
+  ASSERT_EQ(coarse["episodes"].size(), 1u) << coarse.dump();
+  const json& c = coarse["episodes"][0];
+  EXPECT_EQ(c["entry_resolution"], 5);
+  EXPECT_EQ(c["exit_resolution"], 5);
+  Output o = run("analyze " + study + " --no-replay --quiet --refine");
+  ASSERT_EQ(o.code, 0) << o.text;
+  json fine = read_json(study + "/analysis/analysis.json")["runs"][0];
+  EXPECT_EQ(fine["refined_steps"].size(), 8u) << fine.dump();
+  ASSERT_EQ(fine["episodes"].size(), 1u);
+  const json& f = fine["episodes"][0];
+  EXPECT_EQ(f["entry_resolution"], 1);
+  EXPECT_EQ(f["exit_resolution"], 1);
+  EXPECT_GT(f["entry_step"].get<int>(), c["entry_step"].get<int>() - 5);
+  EXPECT_LE(f["entry_step"].get<int>(), c["entry_step"].get<int>());
+  EXPECT_LE(f["exit_step"].get<int>(), c["exit_step"].get<int>());
 }
 
 TEST(AnalyzeCli, BadInputsAreOneLineErrorsAndWriteNothing) {

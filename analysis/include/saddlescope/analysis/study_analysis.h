@@ -29,6 +29,10 @@ struct AnalysisOptions {
   uint64_t seed = 0;        // their random streams
   bool attribution = true;  // replay the first differing step of one seed per pair
   int64_t attribution_k = 16;  // op-tap samples per op in a replay
+  // A second pass for resolution: evaluate the curvature probe at the run's snapshots that lie inside
+  // each episode's entry and exit windows (between the probe step before and the step it was seen),
+  // then find the episodes again on the probe steps and these together.
+  bool refine = false;
 
   // Errors name the option.
   Status validate() const;
@@ -41,14 +45,21 @@ using Replayer = std::function<Result<std::vector<store::OpRow>>(const std::stri
                                                                  const std::string& params_run_dir, int64_t step,
                                                                  int64_t k)>;
 
+// One curvature probe evaluation (`spec`, the run's own curvature probe) of run `run_dir` at its snapshot
+// `step`, as a curvature.csv row: the refine pass's evaluator.
+using CurvatureAt = std::function<Result<store::CurvatureRow>(const std::string& run_dir, int64_t step,
+                                                              const std::string& spec)>;
+
 // Analyses <study_dir>/runs/*. Runs that cannot be analysed (not completed or diverged, unreadable or
 // foreign files, no curvature probe) are listed with the reason and left out of the statistics; the
 // analysis itself fails only for a study directory without runs, or bad options (a group_by key no run
 // has, a baseline that is no group). `replay` may be empty (no attribution replays). `progress`, when
-// set, is called with (done, total) as runs are read.
+// set, is called with (done, total) as runs are read. `curvature_at` serves options.refine (without it,
+// refine is an error).
 Result<nlohmann::json> analyze_study(const std::string& study_dir, const AnalysisOptions& options,
                                      const Replayer& replay = {},
-                                     const std::function<void(int64_t, int64_t)>& progress = {});
+                                     const std::function<void(int64_t, int64_t)>& progress = {},
+                                     const CurvatureAt& curvature_at = {});
 
 // analysis.json's tables as CSV files: file name -> contents (runs.csv, episodes.csv, km.csv,
 // comparisons.csv, divergence.csv, attribution.csv, theory.csv).
