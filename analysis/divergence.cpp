@@ -58,11 +58,26 @@ Status compare_param(const std::string& name, const store::NpyArray* a, const st
   return Status::Ok();
 }
 
-// step -> loss from a run's metrics.csv rows.
-std::map<int64_t, double> losses(const std::vector<store::MetricsRow>& rows) {
-  std::map<int64_t, double> m;
-  for (const auto& r : rows) m[r.step] = r.loss;
-  return m;
+// (step, loss) from a run's metrics.csv rows, by step (the last row of a repeated step). A sorted vector,
+// not a map: a study's analysis compares thousands of pairs of 10⁴-step runs.
+using Losses = std::vector<std::pair<int64_t, double>>;
+Losses losses(const std::vector<store::MetricsRow>& rows) {
+  Losses v;
+  v.reserve(rows.size());
+  for (const auto& r : rows) v.emplace_back(r.step, r.loss);
+  std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  Losses unique;
+  unique.reserve(v.size());
+  for (const auto& x : v) {
+    if (!unique.empty() && unique.back().first == x.first) unique.back() = x;
+    else unique.push_back(x);
+  }
+  return unique;
+}
+
+double loss_at(const Losses& v, int64_t step) {
+  auto it = std::lower_bound(v.begin(), v.end(), step, [](const auto& x, int64_t s) { return x.first < s; });
+  return it != v.end() && it->first == step ? it->second : kNaN;
 }
 
 }  // namespace
@@ -95,11 +110,17 @@ Result<Divergence> diverge(const store::RunDir& a, const std::vector<store::Metr
   const auto loss_a = losses(metrics_a), loss_b = losses(metrics_b);
 
   Divergence d;
-  for (const auto& [step, la] : loss_a) {
-    auto it = loss_b.find(step);
-    if (it == loss_b.end()) continue;
-    ++d.loss_steps;
-    if (!d.first_loss_step && std::memcmp(&la, &it->second, sizeof la) != 0) d.first_loss_step = step;
+  for (size_t i = 0, j = 0; i < loss_a.size() && j < loss_b.size();) {  // merge by step
+    if (loss_a[i].first < loss_b[j].first) {
+      ++i;
+    } else if (loss_b[j].first < loss_a[i].first) {
+      ++j;
+    } else {
+      ++d.loss_steps;
+      if (!d.first_loss_step && std::memcmp(&loss_a[i].second, &loss_b[j].second, sizeof(double)) != 0)
+        d.first_loss_step = loss_a[i].first;
+      ++i, ++j;
+    }
   }
 
   std::vector<int64_t> steps_b = b.snapshot_steps();
@@ -125,10 +146,8 @@ Result<Divergence> diverge(const store::RunDir& a, const std::vector<store::Metr
       if (s.first_param.empty() && s.differing > before) s.first_param = name;
     }
     s.rel_l2 = norm_sq > 0 ? std::sqrt(diff_sq / norm_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-    auto la = loss_a.find(step);
-    auto lb = loss_b.find(step);
-    s.loss_a = la == loss_a.end() ? kNaN : la->second;
-    s.loss_b = lb == loss_b.end() ? kNaN : lb->second;
+    s.loss_a = loss_at(loss_a, step);
+    s.loss_b = loss_at(loss_b, step);
     if (!d.first_param_step && s.differing > 0) d.first_param_step = step;
     d.snapshots.push_back(s);
   }

@@ -6,11 +6,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "saddlescope/analysis/attribution.h"
 #include "saddlescope/analysis/divergence.h"
@@ -177,6 +180,20 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
   }
   r.dir.emplace(std::move(*dir));
   return r;
+}
+
+// f(0), ..., f(n − 1) on every core of the machine.
+template <class F>
+void parallel_for(size_t n, F f) {
+  const size_t workers = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < n;) f(i);
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
 }
 
 // ---- The theory check ------------------------------------------------------------------------------
@@ -561,11 +578,14 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
   const std::vector<std::string> names = run_names(study_dir);
   if (names.empty()) return Status::Error(study_dir + ": no runs (expected run directories under " + study_dir + "/runs)");
   std::vector<Run> runs;
-  runs.reserve(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    runs.push_back(read_run(study_dir, names[i], o, curvature_at));
-    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(names.size()));
-  }
+  runs.resize(names.size());
+  std::mutex progress_mutex;
+  int64_t read = 0;
+  parallel_for(names.size(), [&](size_t i) {
+    runs[i] = read_run(study_dir, names[i], o, curvature_at);
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    if (progress) progress(++read, static_cast<int64_t>(names.size()));
+  });
   for (const auto& k : o.group_by) {
     bool any = false;
     for (const auto& r : runs) any |= r.dir && !r.dir->manifest().config_value(k).is_null();
@@ -639,10 +659,19 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
   out["comparisons"] = json::array();
   out["divergence"] = json::array();
   out["attribution"] = json::array();
-  for (const auto& [ga, gb] : pairs) {
-    out["comparisons"].push_back(comparison_json(*ga, *gb, o));
+  // Comparisons and divergences of every pair in parallel; then the attributions, one pair at a time
+  // (each may replay steps on the runs' devices).
+  struct PairResult {
+    json comparison, divergence = json::array();
+    const Run *a = nullptr, *b = nullptr;  // the smallest seed the groups share
+    std::optional<Result<Divergence>> first;
+  };
+  std::vector<PairResult> results(pairs.size());
+  parallel_for(pairs.size(), [&](size_t i) {
+    const auto& [ga, gb] = pairs[i];
+    PairResult& p = results[i];
+    p.comparison = comparison_json(*ga, *gb, o);
     const auto seeds_a = by_seed(*ga), seeds_b = by_seed(*gb);
-    bool attributed = false;
     for (const auto& [seed, ra] : seeds_a) {
       auto it = seeds_b.find(seed);
       if (it == seeds_b.end()) continue;
@@ -651,11 +680,21 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
       json dj = divergence_json(*ra, rb, d.ok() ? &*d : nullptr, d.ok() ? "" : d.status().message());
       dj["a"] = ga->name;
       dj["b"] = gb->name;
-      out["divergence"].push_back(dj);
-      if (!attributed) {  // the smallest seed the groups share
-        out["attribution"].push_back(attribution_json(*ga, *gb, *ra, rb, d.ok() ? &*d : nullptr, o, replay));
-        attributed = true;
+      p.divergence.push_back(dj);
+      if (!p.first) {
+        p.a = ra;
+        p.b = &rb;
+        p.first = std::move(d);
       }
+    }
+  });
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    PairResult& p = results[i];
+    out["comparisons"].push_back(std::move(p.comparison));
+    for (auto& d : p.divergence) out["divergence"].push_back(std::move(d));
+    if (p.first) {
+      const Divergence* d = p.first->ok() ? &**p.first : nullptr;
+      out["attribution"].push_back(attribution_json(*pairs[i].first, *pairs[i].second, *p.a, *p.b, d, o, replay));
     }
   }
   apply_holm(out["comparisons"]);
