@@ -545,8 +545,13 @@ json attribution_json(const Group& ga, const Group& gb, const Run& a, const Run&
     j["reason"] = "no op-tap rows of both configs at one step";
   } else if (at.verdict == Verdict::kIdentical) {
     j["verdict"] = "undetermined";
+    std::string injected;  // a perturbation acts between backward and the update: outside every op tap
+    for (const Run* r : {&a, &b})
+      if (r->perturbation.is_string() && r->perturbation.get<std::string>() != "none")
+        injected += fmt::format("{}{} injects perturbation {}", injected.empty() ? "" : "; ", r == &a ? ga.name : gb.name,
+                                r->perturbation.get<std::string>());
     j["reason"] = "every sampled op element has the same bits in both configs at this step: the difference arises "
-                  "elsewhere (unsampled elements, the optimiser update)";
+                  "elsewhere (" + (injected.empty() ? "unsampled elements, the optimiser update" : injected + ", by design") + ")";
   } else {
     j["verdict"] = verdict_name(at.verdict);
     j["op"] = at.op;

@@ -2,12 +2,14 @@
 // the files it writes, the verdict it prints, and one-line errors that leave no analysis behind.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "saddlescope/store/npy.h"
 #include "temp_dir.h"
 
 namespace saddlescope::testing {
@@ -80,6 +82,67 @@ TEST(AnalyzeCli, RefineEvaluatesCurvatureAtSnapshotsInsideTheEpisodeWindows) {
   EXPECT_GT(f["entry_step"].get<int>(), c["entry_step"].get<int>() - 5);
   EXPECT_LE(f["entry_step"].get<int>(), c["entry_step"].get<int>());
   EXPECT_LE(f["exit_step"].get<int>(), c["exit_step"].get<int>());
+}
+
+// Ground truth: the two-layer linear network started near the origin is in a strict saddle from step 0
+// (its Hessian there has eigenvalues ∓σ₁ = ∓4, examples/linear_saddle.toml), and gradient descent leaves
+// it along the top singular mode; the theory predicts when.
+TEST(AnalyzeCli, TheLinearNetworkNearTheOriginIsInASaddleFromStepZero) {
+  TempDir dir;
+  const std::string study = dir.file("study");
+  ASSERT_EQ(run(linear_run(study, 1, "--optimizer sgd", 600)).code, 0);
+  Output o = run("analyze " + study + " --no-replay --quiet");
+  ASSERT_EQ(o.code, 0) << o.text;
+  json a = read_json(study + "/analysis/analysis.json");
+  const json& r = a["runs"][0];
+  ASSERT_FALSE(r["episodes"].empty()) << r.dump();
+  const json& e = r["episodes"][0];
+  EXPECT_EQ(e["entry_step"], 0);
+  EXPECT_EQ(e["entry_resolution"], 0);
+  ASSERT_FALSE(e["censored"].get<bool>()) << e.dump();
+  EXPECT_NEAR(e["lambda_min_entry"].get<double>(), -4.0, 0.05);
+  const double observed = e["escape_steps"].get<double>();
+  const double predicted = e["theory"]["predicted_escape_steps"].get<double>();
+  std::printf("[ linear ] escape observed %.0f steps (resolution 5), predicted %.1f\n", observed, predicted);
+  EXPECT_GT(observed, 0.5 * predicted);
+  EXPECT_LT(observed, 2.0 * predicted);
+  EXPECT_EQ(a["theory"]["n"].get<int>(), static_cast<int>(r["episodes"].size()) - (r["episodes"].back()["censored"].get<bool>() ? 1 : 0));
+}
+
+// The planted fault end to end on the CPU: an autoencoder whose loss gradient reads the next batch's
+// target (fault = alias-target) against the same config without it, and a float64 config for contrast.
+// Replays of step 0 on identical inputs name the fault's loss gradient as code, and float64 as rounding.
+TEST(AnalyzeCli, ThePlantedFaultIsNamedCodeAtTheLossGradient) {
+  TempDir dir;
+  const std::string study = dir.file("study"), data = dir.file("x.npy");
+  std::vector<uint8_t> x(256 * 24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 7919) % 251);
+  ASSERT_TRUE(store::write_npy(data, store::Dtype::kUInt8, {256, 24}, x.data()).ok());
+  const std::string base = "train --data npy:" + data + " --hidden 16,4 --batch-size 8 --steps 60 --lr 0.01 --threads 1 "
+                           "--snapshot-every 20 --seed 1 --out " + study;
+  for (const char* extra : {"", " --fault alias-target", " --dtype float64"}) {
+    Output t = run(base + extra);
+    ASSERT_EQ(t.code, 0) << extra << "\n" << t.text;
+  }
+  Output o = run("analyze " + study + " --quiet --group-by fault,dtype --baseline fault=none,dtype=float32");
+  ASSERT_EQ(o.code, 0) << o.text;
+  json a = read_json(study + "/analysis/analysis.json");
+  ASSERT_EQ(a["attribution"].size(), 2u) << a["attribution"].dump(2);
+  for (const auto& x : a["attribution"]) {
+    EXPECT_EQ(x["evidence"], "replay") << x.dump(2);
+    EXPECT_EQ(x["step"], 0);
+    if (x["b"] == "fault=alias-target,dtype=float32") {
+      EXPECT_EQ(x["verdict"], "code") << x.dump(2);
+      EXPECT_EQ(x["op"], "loss");
+      EXPECT_EQ(x["phase"], "dgrad");
+      EXPECT_EQ(x["config"], "fault=alias-target,dtype=float32");
+    } else {
+      EXPECT_EQ(x["b"], "fault=none,dtype=float64");
+      EXPECT_EQ(x["verdict"], "rounding") << x.dump(2);
+    }
+  }
+  EXPECT_NE(o.text.find("difference:  code at loss dgrad (fault=alias-target,dtype=float32)"), std::string::npos) << o.text;
+  EXPECT_TRUE(std::filesystem::exists(study + "/analysis/replays")) << "the evidence is kept";
 }
 
 TEST(AnalyzeCli, BadInputsAreOneLineErrorsAndWriteNothing) {
