@@ -29,6 +29,7 @@ Command add_diverge(CLI::App& app);
 Command add_repeatability(CLI::App& app);
 Command add_reference(CLI::App& app);
 Command add_curvature(CLI::App& app);
+Command add_replay(CLI::App& app);
 Command add_ops(CLI::App& app);
 Command add_store(CLI::App& app);
 Command add_study(CLI::App& app);

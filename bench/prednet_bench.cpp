@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   bench::Spread bare{};
   {
     gpu::SideStream stream(device);
-    trainer::TrainStep step(**model, none, trainer::DeviceAdam::Options{}, mode == "graph");
+    trainer::TrainStep step(**model, none, trainer::OptimizerOptions{}, mode == "graph");
     int64_t i = 0;
     auto run = [&](int64_t n) {
       for (int64_t s = 0; s < n; ++s, ++i) {

@@ -25,6 +25,12 @@ void DeviceAdam::set_lr(double lr) {
   lr_value_ = lr;
 }
 
+std::unique_ptr<DeviceOptimizer> DeviceAdam::fresh(std::vector<torch::Tensor> params) const {
+  Options o = options_;
+  o.lr = lr_value_;
+  return std::make_unique<DeviceAdam>(std::move(params), o);
+}
+
 void DeviceAdam::save(const std::string& prefix, std::map<std::string, torch::Tensor>* out) const {
   for (size_t i = 0; i < params_.size(); ++i) {
     (*out)[prefix + "m." + std::to_string(i)] = m_[i];
@@ -38,14 +44,7 @@ void DeviceAdam::save(const std::string& prefix, std::map<std::string, torch::Te
 Status DeviceAdam::load(const std::string& prefix, const std::map<std::string, torch::Tensor>& in) {
   std::map<std::string, torch::Tensor> mine;
   save(prefix, &mine);
-  torch::NoGradGuard no_grad;
-  for (auto& [name, t] : mine) {
-    auto it = in.find(name);
-    if (it == in.end()) return Status::Error("checkpoint lacks optimiser state " + name);
-    if (!it->second.sizes().equals(t.sizes()) || it->second.scalar_type() != t.scalar_type())
-      return Status::Error("checkpoint: optimiser state " + name + " has another shape or type than the model's");
-    t.copy_(it->second);
-  }
+  SADDLESCOPE_RETURN_IF_ERROR(copy_state(mine, in));
   lr_value_ = lr_.item<double>();
   return Status::Ok();
 }

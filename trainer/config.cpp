@@ -208,6 +208,10 @@ const std::vector<Key>& keys() {
       {"perturbation_seed", Kind::kInt, "seed of the perturbation's random stream",
        [](RunConfig& c, const Value& v) { c.perturbation.seed = v.i; return at_least(v.i, 0); },
        FIELD(perturbation.seed)},
+      {"fault", Kind::kString,
+       "a planted bug: none, or alias-target (the loss reads its target from a buffer that the next batch's "
+       "target overwrites between forward and backward: the gradient is against the wrong target)",
+       [](RunConfig& c, const Value& v) { c.fault = v.s; return one_of(v.s, {"none", "alias-target"}); }, FIELD(fault)},
       {"probe", Kind::kStringList,
        "probes, repeatable: curvature[:every=2500,k=1,tol=0.001,iters=100,batch=256 (prednet: 8),float64=false,trace=0,"
        "slq=0,slq_steps=40,vectors=false,seed=0,graph=true,at=S+S], symmetry[:every=100,at=S+S] or "
@@ -227,11 +231,18 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) { c.steps = v.i; return at_least(v.i, 1); }, FIELD(steps)},
       {"batch_size", Kind::kInt, "examples per step",
        [](RunConfig& c, const Value& v) { c.batch_size = v.i; return at_least(v.i, 1); }, FIELD(batch_size)},
-      {"lr", Kind::kDouble, "Adam learning rate",
+      {"optimizer", Kind::kString, "optimiser: adam or sgd (with momentum)",
+       [](RunConfig& c, const Value& v) { c.optimizer = v.s; return one_of(v.s, {"adam", "sgd"}); }, FIELD(optimizer)},
+      {"lr", Kind::kDouble, "learning rate",
        [](RunConfig& c, const Value& v) {
          c.lr = v.d;
          return positive_float32(v.d);
        }, FIELD(lr)},
+      {"momentum", Kind::kDouble, "optimizer sgd: momentum, 0 <= momentum < 1 (PyTorch's: b = momentum*b + g)",
+       [](RunConfig& c, const Value& v) {
+         c.momentum = v.d;
+         return v.d >= 0 && v.d < 1 ? in_float32(v.d) : fmt::format("must be >= 0 and < 1, got {}", v.d);
+       }, FIELD(momentum)},
       {"lr_drop_at", Kind::kInt, "step from which the learning rate is lr/10 (0: never)",
        [](RunConfig& c, const Value& v) { c.lr_drop_at = v.i; return at_least(v.i, 0); }, FIELD(lr_drop_at)},
       {"log_every", Kind::kInt, "steps between metric reads and log lines",
@@ -512,6 +523,12 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
   if (c.perturbation.kind == "stochastic-rounding" && e.dtype != Dtype::kFloat32)
     return Status::Error(where("perturbation") + ": stochastic-rounding rounds float64 updates to float32; "
                          "it needs dtype float32, got " + dtype_name(e.dtype));
+  if (c.optimizer == "adam" && c.momentum != 0)
+    return Status::Error(fmt::format("{}: momentum applies to optimizer sgd only (optimizer is adam), got {}",
+                                     where("momentum"), c.momentum));
+  if (c.fault == "alias-target" && c.model == ModelKind::kPredNet && c.prednet.loss != "pixel_mse")
+    return Status::Error(where("fault") + ": alias-target needs a loss whose backward reads its target; prednet_loss " +
+                         c.prednet.loss + " is a mean of error units computed in the forward (use pixel_mse)");
   if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
   for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
   if (c.data_dir.empty()) c.data_dir = default_data_dir();

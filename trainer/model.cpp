@@ -25,6 +25,11 @@ Status Model::initialise(at::Generator& gen, const std::string& init) {
   return Status::Ok();
 }
 
+torch::Tensor Model::loss_against(const torch::Tensor&, const torch::Tensor&) {
+  SADDLESCOPE_CHECK(false && "loss_against: this model's loss reads no target in its backward");
+  return {};
+}
+
 namespace {
 
 // A fresh model of the same architecture, made float64 on `device`: what every float64_copy returns.
@@ -39,10 +44,12 @@ class AutoencoderModel : public Model {
       : Model(init_scale), features_(features), hidden_(std::move(hidden)), net_(features_, hidden_) {}
 
   torch::nn::Module& module() override { return *net_; }
-  torch::Tensor loss(const torch::Tensor& x) override {
+  torch::Tensor loss(const torch::Tensor& x) override { return loss_against(x, x); }
+  torch::Tensor loss_target(const torch::Tensor& x) const override { return x; }
+  torch::Tensor loss_against(const torch::Tensor& x, const torch::Tensor& target) override {
     torch::Tensor out = net_->forward(x);
-    torch::Tensor loss = torch::mse_loss(out, x);
-    if (taps_ && taps_->armed()) taps_->mse_loss("loss", out, x, loss);
+    torch::Tensor loss = torch::mse_loss(out, target);
+    if (taps_ && taps_->armed()) taps_->mse_loss("loss", out, x, loss);  // the target as the forward saw it
     return loss;
   }
 
@@ -102,6 +109,19 @@ class PredNetModel : public Model {
     }
     return loss;
   }
+  torch::Tensor loss_target(const torch::Tensor& x) const override {
+    return net_->options().loss == "pixel_mse" ? x.narrow(1, 1, x.size(1) - 1) : torch::Tensor();
+  }
+  // pixel_mse as one torch::mse_loss, whose backward reads `target` again (prednet_loss's difference
+  // does not).
+  torch::Tensor loss_against(const torch::Tensor& x, const torch::Tensor& target) override {
+    SADDLESCOPE_CHECK(net_->options().loss == "pixel_mse");
+    const int64_t later = x.size(1) - 1;
+    torch::Tensor prediction = net_->forward(x).prediction.narrow(1, 1, later);
+    torch::Tensor loss = torch::mse_loss(prediction, target);
+    if (taps_ && taps_->armed()) taps_->mse_loss("loss", prediction, x.narrow(1, 1, later), loss);
+    return loss;
+  }
 
   Scores evaluate(const torch::Tensor& x, const torch::Tensor&) override {
     torch::NoGradGuard no_grad;
@@ -153,6 +173,10 @@ class LinearModel : public Model {
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& rows) override { return net_->loss(input(rows), target(rows)); }
+  torch::Tensor loss_target(const torch::Tensor& rows) const override { return target(rows); }
+  torch::Tensor loss_against(const torch::Tensor& rows, const torch::Tensor& y) override {
+    return net_->loss_reading_target(input(rows), y);
+  }
 
   Scores evaluate(const torch::Tensor& rows, const torch::Tensor& train_mean) override {
     torch::NoGradGuard no_grad;

@@ -34,7 +34,8 @@ Perturber::~Perturber() = default;
 
 void Perturber::save(std::map<std::string, torch::Tensor>* out) const {
   (*out)["perturbation.rng"] = gen_.get_state();
-  if (adam64_) adam64_->save("perturbation.adam64.", out);  // the shadows equal the parameters between steps
+  // The shadows equal the parameters between steps.
+  if (opt64_) opt64_->save(std::string("perturbation.") + opt64_->name() + "64.", out);
 }
 
 Status Perturber::load(const std::map<std::string, torch::Tensor>& in) {
@@ -42,7 +43,7 @@ Status Perturber::load(const std::map<std::string, torch::Tensor>& in) {
   if (rng == in.end()) return Status::Error("checkpoint lacks the perturbation's random stream");
   gen_.set_state(rng->second);
   for (const auto& [name, t] : in)
-    if (name.rfind("perturbation.adam64.", 0) == 0) resumed_adam64_[name] = t;  // applied at the first step
+    if (name.rfind("perturbation.", 0) == 0 && name != "perturbation.rng") resumed_opt64_[name] = t;  // applied at the first step
   return Status::Ok();
 }
 
@@ -86,23 +87,22 @@ void Perturber::gradients(const std::vector<torch::Tensor>& params) {
   }
 }
 
-void Perturber::step(DeviceAdam& adam, const std::vector<torch::Tensor>& params) {
+void Perturber::step(DeviceOptimizer& opt, const std::vector<torch::Tensor>& params) {
   if (p_.kind != "stochastic-rounding") {
-    adam.step();
+    opt.step();
     return;
   }
   torch::NoGradGuard no_grad;
-  if (!adam64_) {
+  if (!opt64_) {
     for (const auto& p : params) shadow_.push_back(p.detach().to(torch::kFloat64).requires_grad_(true));
-    DeviceAdam::Options o;
-    o.lr = adam.lr();
-    adam64_ = std::make_unique<DeviceAdam>(shadow_, o);
-    if (!resumed_adam64_.empty()) SADDLESCOPE_CHECK(adam64_->load("perturbation.adam64.", resumed_adam64_).ok());
-    resumed_adam64_.clear();
+    opt64_ = opt.fresh(shadow_);
+    if (!resumed_opt64_.empty())
+      SADDLESCOPE_CHECK(opt64_->load(std::string("perturbation.") + opt64_->name() + "64.", resumed_opt64_).ok());
+    resumed_opt64_.clear();
   }
-  if (adam64_->lr() != adam.lr()) adam64_->set_lr(adam.lr());  // follow the schedule
+  if (opt64_->lr() != opt.lr()) opt64_->set_lr(opt.lr());  // follow the schedule
   for (size_t i = 0; i < params.size(); ++i) shadow_[i].mutable_grad() = params[i].grad().to(torch::kFloat64);
-  adam64_->step();
+  opt64_->step();
   for (size_t i = 0; i < params.size(); ++i) {
     torch::Tensor u = torch::rand(shadow_[i].sizes(), gen_, torch::kFloat64).to(shadow_[i].device());
     params[i].detach().copy_(stochastic_round(shadow_[i].detach(), u));

@@ -25,6 +25,9 @@ std::string RunConfig::identity() const {
   if (init_scale == 1) j.erase("init_scale");
   if (lr_drop_at == 0) j.erase("lr_drop_at");
   if (execution.cuda_graph) j.erase("cuda_graph");
+  if (optimizer == "adam") j.erase("optimizer");
+  if (momentum == 0) j.erase("momentum");
+  if (fault == "none") j.erase("fault");
   return j.dump();  // nlohmann orders object keys: canonical
 }
 
@@ -47,6 +50,8 @@ std::string RunConfig::run_prefix() const {
   if (e.dtype == Dtype::kFloat64) p += "-f64";
   if (perturbation.kind != "none") p += "-" + perturbation.kind;
   if (init != "default") p += "-init." + init;
+  if (optimizer != "adam") p += "-" + optimizer;
+  if (fault != "none") p += "-fault." + fault;
   return fmt::format("{}-t{}-s{}", p, e.threads, seed);
 }
 

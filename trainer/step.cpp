@@ -34,22 +34,48 @@ torch::Tensor flatten_parameters(torch::nn::Module& module) {
   return flat;
 }
 
-TrainStep::TrainStep(Model& model, Perturber& perturb, DeviceAdam::Options adam, bool graphs)
+TrainStep::TrainStep(Model& model, Perturber& perturb, const OptimizerOptions& optimizer, bool graphs,
+                     bool alias_target)
     : model_(model), perturb_(perturb), params_(model.module().parameters()),
-      flat_(flatten_parameters(model.module())), adam_({flat_}, adam), graphs_(graphs),
-      compute_graph_(graphs), update_graph_(graphs && perturb.step_capturable()) {
+      flat_(flatten_parameters(model.module())), optimizer_(make_optimizer({flat_}, optimizer)), graphs_(graphs),
+      alias_target_(alias_target), compute_graph_(graphs), update_graph_(graphs && perturb.step_capturable()) {
   auto scalar = torch::TensorOptions().dtype(flat_.scalar_type()).device(flat_.device());
   loss_ = torch::zeros({}, scalar);
   norm_ = torch::zeros({}, scalar);
 }
 
-void TrainStep::compute(const torch::Tensor& batch, bool eager) {
-  if (!graphs_) input_ = batch;
-  else if (!input_.defined()) input_ = batch.clone();  // the graph's input buffer
-  else input_.copy_(batch);
+TrainStep::~TrainStep() = default;
+
+namespace {
+
+// `buffer` as the graph's fixed input: `t` itself when nothing is captured, else a copy into one
+// tensor that every replay reads.
+void hold(torch::Tensor* buffer, const torch::Tensor& t, bool graphs) {
+  if (!graphs) *buffer = t;
+  else if (!buffer->defined()) *buffer = t.clone();
+  else buffer->copy_(t);
+}
+
+}  // namespace
+
+void TrainStep::compute(const torch::Tensor& batch, bool eager, const torch::Tensor& next) {
+  hold(&input_, batch, graphs_);
+  if (alias_target_) {
+    SADDLESCOPE_CHECK(next.defined() && next.sizes() == batch.sizes());
+    hold(&next_, next, graphs_);
+    if (!target_.defined()) target_ = model_.loss_target(input_).detach().clone();  // lives as long as the step
+  }
   compute_graph_.run([&] {
     flat_.mutable_grad().zero_();
-    torch::Tensor loss = model_.loss(input_);
+    torch::Tensor loss;
+    if (!alias_target_) {
+      loss = model_.loss(input_);
+    } else {  // the fault (step.h): data copies, none of them requires grad
+      target_.copy_(model_.loss_target(input_));
+      torch::Tensor alias = torch::from_blob(target_.data_ptr(), target_.sizes(), target_.strides(), target_.options());
+      loss = model_.loss_against(input_, alias);
+      target_.copy_(model_.loss_target(next_));  // the data pipeline overwrites the target buffer
+    }
     loss.backward();
     loss_.copy_(loss.detach());
   }, eager);
@@ -58,7 +84,7 @@ void TrainStep::compute(const torch::Tensor& batch, bool eager) {
 void TrainStep::update() {
   update_graph_.run([&] {
     norm_.copy_(flat_.grad().norm());
-    perturb_.step(adam_, params_);
+    perturb_.step(*optimizer_, params_);
   });
 }
 

@@ -67,7 +67,8 @@ Checkpoint checkpoint_of(int64_t step, double train_s, const NamedTensors& named
   c.step = step;
   c.train_s = train_s;
   for (const auto& item : named) c.tensors["param." + item.key()] = item.value();
-  train_step.adam().save("adam.", &c.tensors);
+  DeviceOptimizer& opt = train_step.optimizer();
+  opt.save(std::string(opt.name()) + ".", &c.tensors);  // "adam.*" or "sgd.*"
   perturb.save(&c.tensors);
   return c;
 }
@@ -81,7 +82,8 @@ Status restore(const Checkpoint& c, NamedTensors& named, TrainStep& train_step, 
       return Status::Error("checkpoint: parameter " + item.key() + " has another shape than the model's");
     item.value().copy_(it->second);
   }
-  SADDLESCOPE_RETURN_IF_ERROR(train_step.adam().load("adam.", c.tensors));
+  DeviceOptimizer& opt = train_step.optimizer();
+  SADDLESCOPE_RETURN_IF_ERROR(opt.load(std::string(opt.name()) + ".", c.tensors));
   return perturb.load(c.tensors);
 }
 
@@ -91,8 +93,6 @@ Status train_loop(Loop& L, TrainResult* result) {
   torch::Dtype dtype = dtype_of(cfg);
   auto params = L.model->module().parameters();
   NamedTensors named = L.model->module().named_parameters();
-  DeviceAdam::Options adam;
-  adam.lr = cfg.lr;
 
   Batches batches(L.data, static_cast<uint64_t>(cfg.data_seed), device, dtype);
   probes::ModelView view = model_view(L.model, batches.probe_set(L.probe_examples));
@@ -101,7 +101,9 @@ Status train_loop(Loop& L, TrainResult* result) {
   };
 
   gpu::SideStream stream(device);  // CUDA graphs are captured and replayed off the default stream
-  TrainStep train_step(*L.model, L.perturb, adam, device.is_cuda() && cfg.execution.cuda_graph);
+  const bool alias_target = cfg.fault == "alias-target";  // the planted bug (step.h) needs the next batch
+  TrainStep train_step(*L.model, L.perturb, optimizer_options(cfg), device.is_cuda() && cfg.execution.cuda_graph,
+                       alias_target);
   int64_t start = 0;
   double train_s0 = 0;
   if (L.resume) {
@@ -137,6 +139,7 @@ Status train_loop(Loop& L, TrainResult* result) {
     return cfg.checkpoint_every > 0 ? step % cfg.checkpoint_every == 0 : train_s() - last_checkpoint >= kCheckpointSeconds;
   };
 
+  torch::Tensor ahead;  // alias-target: the next step's batch, drawn one step early
   int64_t step = start;
   for (; step < cfg.steps; ++step) {
     // A signal stops the loop at the first step boundary where no probe holds a measurement (a
@@ -145,7 +148,9 @@ Status train_loop(Loop& L, TrainResult* result) {
     if (checkpoint_due(step)) SADDLESCOPE_RETURN_IF_ERROR(checkpoint(step));
     const bool tap = L.taps.due(step);  // op taps: armed for this step's forward and backward, run eagerly
     if (tap) L.taps.arm(step);
-    train_step.compute(L.perturb.batch(batches.next(cfg.batch_size)), /*eager=*/tap);
+    torch::Tensor batch = ahead.defined() ? ahead : batches.next(cfg.batch_size);
+    if (alias_target) ahead = batches.next(cfg.batch_size);
+    train_step.compute(L.perturb.batch(batch), /*eager=*/tap, ahead);
     if (tap) SADDLESCOPE_RETURN_IF_ERROR(L.taps.record(step));
     L.perturb.gradients(params);
     if (L.probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(L.probe_set.run(step, view));

@@ -336,6 +336,32 @@ TEST(Cli, OpTapsAndTheirSummary) {
   expect_error("ops --labels one " + r + " " + r, "--labels: 1 labels for 2 run directories");
 }
 
+// saddlescope replay: a step of a run again, at its own snapshot or another run's; errors name the flag.
+TEST(Cli, ReplayOfAStep) {
+  testing::TempDir dir;
+  std::string common = "--data npy:" + small_pixels(dir) + " --steps 20 --batch-size 4 --snapshot-every 10 --out " +
+                       dir.path();
+  ASSERT_EQ(run("train --hidden 8,4 " + common).code, 0);
+  std::string r = only_run(dir.file(""));
+  ASSERT_EQ(run("train --hidden 6,4 --seed 4 " + common).code, 0);
+  std::string other;
+  for (const auto& e : fs::directory_iterator(dir.file("runs")))
+    if (e.is_directory() && e.path().string().find("-s4-") != std::string::npos) other = e.path().string();
+  Output o = run("replay " + r + " --step 10 --ops ops:at=10,k=2 --out " + dir.file("replayed"));
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("ops      25 rows in " + dir.file("replayed") + "/ops.csv"), std::string::npos) << o.text;
+  expect_error("replay " + r + " --step 5 --out " + dir.file("x"),
+               "--params-from: " + r + ": no snapshot at step 5 (snapshots at steps: 0, 10, 20)");
+  expect_error("replay " + r + " --step 10 --params-from " + other + " --out " + dir.file("x"),
+               "--params-from: " + other + "/snapshots/step-00000010: another architecture than the replayed config "
+               "(its encoder.fc1.weight is (6, 12), the replayed model's (8, 12)); its model is \"autoencoder\"");
+  expect_error("replay " + r + " --step 10 --out " + dir.file("replayed"),
+               "--out: " + dir.file("replayed") + " exists and is not an empty directory; the replay writes a new one");
+  EXPECT_FALSE(fs::exists(dir.file("x")));
+  Output help = run("replay --help");
+  EXPECT_NE(help.text.find("--params-from"), std::string::npos) << help.text;
+}
+
 TEST(Cli, RepeatabilityAndDiverge) {
   testing::TempDir dir;
   std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "

@@ -74,6 +74,27 @@ TEST(Lifecycle, KilledAnywhereAndResumedGivesTheBitsOfAnUninterruptedRun) {
   }
 }
 
+// SGD with momentum keeps its buffers in the checkpoint, and the fault alias-target draws each batch a
+// step early: killed and resumed, both give the bits of the run never stopped.
+TEST(Lifecycle, SgdWithMomentumAndAliasTargetResumeBitForBit) {
+  testing::TempDir dir;
+  const std::string extra = " --optimizer sgd --momentum 0.9 --lr 0.05 --fault alias-target";
+  Output ref = run(train_args(dir, dir.file("ref")) + extra);
+  ASSERT_EQ(ref.code, 0) << ref.text;
+  std::string reference = only_run(dir.file("ref"));
+  EXPECT_NE(reference.find("-sgd-fault.alias-target-"), std::string::npos) << reference;
+  for (const char* at : {"metrics.csv:4", "checkpoint/.step-00000030.tmp/sgd.buf"}) {
+    SCOPED_TRACE(at);
+    std::string out = dir.file(std::string("k") + std::to_string(std::hash<std::string>()(at) % 100000));
+    pid_t pid = spawn(train_args(dir, out) + extra, dir.file("kill.log"), {std::string("SADDLESCOPE_KILL_AT_WRITE=") + at});
+    ASSERT_EQ(wait_for(pid), 128 + SIGKILL) << read_all(dir.file("kill.log"));
+    std::string r = only_run(out);
+    Output resumed = run("train --resume " + r);
+    ASSERT_EQ(resumed.code, 0) << resumed.text;
+    expect_same_run(reference, r);
+  }
+}
+
 TEST(Lifecycle, SigtermStopsAtAStepBoundaryAndTheRunResumes) {
   testing::TempDir dir;
   const int steps = 2000;

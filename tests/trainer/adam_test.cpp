@@ -5,30 +5,14 @@
 
 #include <torch/torch.h>
 
+#include "descent.h"
+
 namespace saddlescope::trainer {
 namespace {
 
-// Two parameters on a fixed quadratic-plus-quartic loss; `steps` updates by `step`, returning the
-// parameters flattened into one float64 vector.
-template <class Step>
-torch::Tensor descend(torch::Dtype dtype, int steps, Step step, std::vector<torch::Tensor>* params) {
-  auto gen = at::detail::createCPUGenerator(11);
-  torch::Tensor target = torch::randn({7, 5}, gen, torch::kFloat64).to(dtype);
-  for (int t = 0; t < steps; ++t) {
-    for (auto& p : *params)
-      if (p.grad().defined()) p.mutable_grad().zero_();
-    torch::Tensor loss = ((*params)[0] - target).pow(2).sum() + (*params)[1].pow(4).sum();
-    loss.backward();
-    step(t);
-  }
-  return torch::cat({(*params)[0].detach().flatten(), (*params)[1].detach().flatten()}).to(torch::kFloat64);
-}
+using testing::descend;
 
-std::vector<torch::Tensor> start(torch::Dtype dtype) {
-  auto gen = at::detail::createCPUGenerator(5);
-  return {torch::randn({7, 5}, gen, torch::kFloat64).to(dtype).requires_grad_(true),
-          torch::randn({3}, gen, torch::kFloat64).to(dtype).requires_grad_(true)};
-}
+std::vector<torch::Tensor> start(torch::Dtype dtype) { return testing::descent_start(dtype); }
 
 double max_relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).abs().max() / b.abs().max()).item<double>();

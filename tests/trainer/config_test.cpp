@@ -342,6 +342,54 @@ TEST_F(ConfigTest, NewKeysLeaveExistingRunIdsAlone) {
   EXPECT_EQ(store::make_run_id(c->run_prefix(), c->identity()), "autoencoder-cpu-t1-s7-6a417f23");
 }
 
+TEST_F(ConfigTest, OptimizerMomentumAndFaultKeys) {
+  ConfigBuilder b;
+  ASSERT_TRUE(b.load_toml(toml("optimizer = \"sgd\"\nmomentum = 0.9\nfault = \"alias-target\"\n")).ok());
+  auto c = b.resolve();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->optimizer, "sgd");
+  EXPECT_DOUBLE_EQ(c->momentum, 0.9);
+  EXPECT_EQ(c->fault, "alias-target");
+  c->execution.threads = 1;
+  EXPECT_EQ(c->run_prefix(), "autoencoder-cpu-sgd-fault.alias-target-t1-s0");
+  nlohmann::json id = nlohmann::json::parse(c->identity());
+  EXPECT_EQ(id["optimizer"], "sgd");
+  EXPECT_EQ(id["fault"], "alias-target");
+  EXPECT_DOUBLE_EQ(id["momentum"].get<double>(), 0.9);
+  // At their defaults the keys are not part of the identity: run ids from before them stay.
+  RunConfig d;
+  nlohmann::json plain = nlohmann::json::parse(d.identity());
+  for (const char* key : {"optimizer", "momentum", "fault"}) EXPECT_FALSE(plain.contains(key)) << key;
+  EXPECT_EQ(config_help("lr").find("Adam"), std::string::npos) << config_help("lr");
+}
+
+TEST_F(ConfigTest, OptimizerMomentumAndFaultErrors) {
+  expect_flag_error("optimizer", "adamw", "--optimizer: must be one of adam, sgd, got 'adamw'");
+  expect_flag_error("momentum", "1", "--momentum: must be >= 0 and < 1, got 1");
+  expect_flag_error("momentum", "-0.5", "--momentum: must be >= 0 and < 1, got -0.5");
+  expect_flag_error("fault", "alias", "--fault: must be one of none, alias-target, got 'alias'");
+  expect_file_error("momentum = 1.5\n", "1: momentum must be >= 0 and < 1, got 1.5");
+  ConfigBuilder adam;  // momentum is SGD's
+  ASSERT_TRUE(adam.set_flag("momentum", "0.9").ok());
+  EXPECT_EQ(adam.resolve().status().message(), "--momentum: momentum applies to optimizer sgd only (optimizer is adam), got 0.9");
+  ConfigBuilder sgd;
+  ASSERT_TRUE(sgd.set_flag("momentum", "0.9").ok());
+  ASSERT_TRUE(sgd.set_flag("optimizer", "sgd").ok());
+  EXPECT_TRUE(sgd.resolve().ok());
+  for (const char* loss : {"L0", "Lall"}) {
+    ConfigBuilder prednet;  // L0 and Lall read no target in their backward: nothing to alias
+    ASSERT_TRUE(prednet.set_flag("model", "prednet").ok());
+    ASSERT_TRUE(prednet.set_flag("data", "moving-mnist").ok());
+    ASSERT_TRUE(prednet.set_flag("prednet_loss", loss).ok());
+    ASSERT_TRUE(prednet.set_flag("fault", "alias-target").ok());
+    EXPECT_EQ(prednet.resolve().status().message(),
+              std::string("--fault: alias-target needs a loss whose backward reads its target; prednet_loss ") + loss +
+                  " is a mean of error units computed in the forward (use pixel_mse)");
+    ASSERT_TRUE(prednet.set_flag("prednet_loss", "pixel_mse").ok());
+    EXPECT_TRUE(prednet.resolve().ok());
+  }
+}
+
 TEST_F(ConfigTest, EveryModelDtypeAndDeviceKeepsItsRunId) {
   // Run ids and config keys as the string-typed model, dtype and device gave them: run stores and docs
   // quote them, so a change in how these keys are held must not move a bit of the JSON they hash.

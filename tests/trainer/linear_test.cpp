@@ -195,6 +195,29 @@ TEST(LinearNetwork, SmallInitialisationReachesTheBestRankHLoss) {
   EXPECT_NEAR((*m)["evaluation"]["baseline_mse"].get<double>(), (16 + 4 + 1 + 0.25) / 8 + 0.01, 0.5);
 }
 
+// SGD with momentum trains the linear network too: from a small start it escapes the saddle at the
+// origin and reaches the best rank-2 loss.
+TEST(LinearNetwork, SgdWithMomentumReachesTheBestRankHLoss) {
+  testing::TempDir dir;
+  RunConfig cfg = linear_config(dir);
+  cfg.optimizer = "sgd";
+  cfg.momentum = 0.9;
+  cfg.lr = 0.02;
+  cfg.init_scale = 1e-2;
+  cfg.steps = 2000;
+  auto r = train(cfg, {true, nullptr});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->run_dir.find("linear-cpu-sgd-"), std::string::npos) << r->run_dir;
+  torch::Tensor rows = make_teacher(cfg.teacher, 2).train;
+  ClosedForm f(rows, 16);
+  double best = f.best_loss(2), final_loss = loss_at(r->run_dir, 2000, rows, 16);
+  double excess = (final_loss - best) / best;
+  std::printf("[ max diff ] sgd: final loss %.9f, best rank-2 loss %.9f (at the origin %.4f): excess rel %.3g\n",
+              final_loss, best, f.loss_at_zero(), excess);
+  EXPECT_GE(excess, -1e-6);
+  EXPECT_LE(excess, 1e-5);
+}
+
 TEST(LinearNetwork, AbsoluteGaussianNoiseEscapesTheOrigin) {
   testing::TempDir dir;
   RunConfig cfg = linear_config(dir);

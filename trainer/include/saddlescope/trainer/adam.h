@@ -10,16 +10,18 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/trainer/optimizer.h"
 
 namespace saddlescope::trainer {
 
-class DeviceAdam {
+class DeviceAdam : public DeviceOptimizer {
  public:
   struct Options {
     double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -29,16 +31,18 @@ class DeviceAdam {
   DeviceAdam(std::vector<torch::Tensor> params, Options options);
 
   // One update from every parameter's .grad. REQUIRES: all grads defined.
-  void step();
+  void step() override;
   // The learning rate from the next step on (an enqueued fill: no synchronisation).
-  void set_lr(double lr);
-  double lr() const { return lr_value_; }
+  void set_lr(double lr) override;
+  double lr() const override { return lr_value_; }
+  const char* name() const override { return "adam"; }
 
   // The whole state (moments, β powers, learning rate) as named tensors "<prefix>m.<i>", ... for a
   // checkpoint; load() copies such a map back in place (exact). Errors name the missing or
   // mis-shaped entry.
-  void save(const std::string& prefix, std::map<std::string, torch::Tensor>* out) const;
-  Status load(const std::string& prefix, const std::map<std::string, torch::Tensor>& in);
+  void save(const std::string& prefix, std::map<std::string, torch::Tensor>* out) const override;
+  Status load(const std::string& prefix, const std::map<std::string, torch::Tensor>& in) override;
+  std::unique_ptr<DeviceOptimizer> fresh(std::vector<torch::Tensor> params) const override;
 
  private:
   std::vector<torch::Tensor> params_, m_, v_;

@@ -1,8 +1,10 @@
 // Checkpoints: everything a run needs to continue bit for bit from a step, in
 // <run>/checkpoint/step-%08d/ (store::checkpoint_dir), written all-or-nothing (store::AtomicDir):
 //   state.json      format, version, the step to run next, loop seconds so far, the tensor list
-//   <name>.npy      every tensor: "param.<parameter>", "adam.*" (moments, β powers, learning rate),
-//                   "perturbation.*" (its random stream and stochastic rounding's optimiser)
+//   <name>.npy      every tensor: "param.<parameter>", the optimiser's "adam.*" (moments, β powers,
+//                   learning rate) or "sgd.*" (learning rate; with momentum its buffers and whether
+//                   they hold a step), "perturbation.*" (its random stream and stochastic rounding's
+//                   optimiser)
 // The data position needs no state (batches.h: a function of the examples drawn), nor do the probes
 // and op taps (seeded per step), provided no probe holds a measurement across the checkpoint
 // (ProbeSet::idle) and the metric window has been written.

@@ -73,7 +73,10 @@ struct RunConfig {
   Perturbation perturbation;
   int64_t steps = 2000;                     // optimiser steps
   int64_t batch_size = 1;                   // examples per step (the seed study used 1)
-  double lr = 1e-3;                         // Adam learning rate
+  std::string optimizer = "adam";           // adam | sgd (optimizer.h)
+  double lr = 1e-3;                         // learning rate
+  double momentum = 0;                      // sgd: momentum μ, 0 <= μ < 1 (adam: must stay 0)
+  std::string fault = "none";               // none | alias-target: a planted bug (step.h)
   int64_t lr_drop_at = 0;                   // from this step on the learning rate is lr/10 (0: never)
   int64_t log_every = 100;                  // metrics are read from the device and written every k steps
   std::vector<std::string> probes;          // probe specs, resolved with the model's defaults
@@ -130,7 +133,8 @@ class ConfigBuilder {
   Status set_flag(const std::string& key, const std::string& text);
   // Applies defaults (data_dir, threads, data_seed, cublas_workspace) and cross-field checks (CUDA-only
   // settings changed for a CPU device, stochastic rounding outside float32, teacher_sigmas and
-  // teacher_examples that do not fit teacher_inputs and teacher_outputs). `warnings`, when not null,
+  // teacher_examples that do not fit teacher_inputs and teacher_outputs, momentum with adam, fault
+  // alias-target on a PredNet loss whose backward reads no target). `warnings`, when not null,
   // gets one line for each setting that is valid but probably not meant: threads above the machine's
   // cores ("--threads: threads 64 exceeds the 2 cores of this machine; ...").
   Result<RunConfig> resolve(std::vector<std::string>* warnings = nullptr) const;

@@ -30,6 +30,9 @@ class LinearNetImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   // (1/2N) Σ_n ‖y_hat_n − y_n‖² over the N rows of `x` (batch, inputs) and `y` (batch, outputs).
   torch::Tensor loss(const torch::Tensor& x, const torch::Tensor& y);
+  // The same loss as (1/2N)·torch::mse_loss(sum), whose backward reads `y` again (loss()'s does not):
+  // the fault alias-target's (step.h).
+  torch::Tensor loss_reading_target(const torch::Tensor& x, const torch::Tensor& y);
 
   // PyTorch's default Linear initialisation (uniform in ±1/sqrt(fan_in)) drawn from `gen`. Call on
   // the CPU, before moving the model to a device.

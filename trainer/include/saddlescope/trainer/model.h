@@ -31,6 +31,15 @@ class Model {
   // [0, 1] for PredNet, (batch, inputs + outputs) rows [x, y] for the linear network, in the model's
   // dtype and device.
   virtual torch::Tensor loss(const torch::Tensor& batch) = 0;
+  // The part of `batch` the loss compares its prediction with and that its backward reads again: the
+  // autoencoder's batch itself, the linear network's y, PredNet's frames 1..T-1 under pixel_mse.
+  // Undefined when the loss's backward reads no target (PredNet's L0 and Lall). For the fault
+  // alias-target (step.h).
+  virtual torch::Tensor loss_target(const torch::Tensor& /*batch*/) const { return {}; }
+  // loss(batch), but its MSE takes `target` (of loss_target(batch)'s shape) as the target and keeps it
+  // for the backward (torch::mse_loss); the op taps still see the batch's own target.
+  // REQUIRES: loss_target(batch) is defined.
+  virtual torch::Tensor loss_against(const torch::Tensor& batch, const torch::Tensor& target);
   // Mean squared error per pixel (per target element) on `x` and the trivial baseline's ("mean training
   // image" or "mean training target" predicted for every example; "previous frame" copied forward),
   // accumulated in float64, with the baseline's name and any details (per-frame errors) for the

@@ -5,7 +5,7 @@
 //                        zero-mean Gaussian noise added to the gradient, of norm ≈ σ‖g‖ (or of
 //                        standard deviation σ|g_i| per element, or σ per element whatever g: the
 //                        only one that moves a run sitting exactly at a critical point, where g = 0)
-//   stochastic-rounding  Adam's update computed in float64 and stochastically rounded to float32
+//   stochastic-rounding  the optimiser's update computed in float64 and stochastically rounded to float32
 //   bitflip[:P[:I]]      the last mantissa bit of element I (default 0) of parameter P (default: the
 //                        last, the output bias) flipped at step 0
 // Random draws happen on the CPU and are copied to the device, so CPU and GPU runs get the same noise.
@@ -19,7 +19,7 @@
 #include <torch/types.h>
 
 #include "saddlescope/base/status.h"
-#include "saddlescope/trainer/adam.h"
+#include "saddlescope/trainer/optimizer.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/snapshot.h"
 
@@ -37,24 +37,25 @@ class Perturber {
   torch::Tensor batch(const torch::Tensor& x);
   // Adds gradient noise, when asked for. REQUIRES: after backward.
   void gradients(const std::vector<torch::Tensor>& params);
-  // The optimiser step: adam.step(), or the float64 step rounded stochastically into the parameters.
-  void step(DeviceAdam& adam, const std::vector<torch::Tensor>& params);
+  // The optimiser step: opt.step(), or the float64 step rounded stochastically into the parameters.
+  void step(DeviceOptimizer& opt, const std::vector<torch::Tensor>& params);
   // Whether step() only enqueues device work (it can be captured in a CUDA graph): not for
   // stochastic rounding, whose draws come from the CPU.
   bool step_capturable() const { return p_.kind != "stochastic-rounding"; }
 
   // The perturbation's state (its random stream; stochastic rounding's float64 shadows and their
-  // Adam) as named tensors for a checkpoint, and back. Errors name the missing entry.
+  // optimiser, "perturbation.adam64.*" or "perturbation.sgd64.*") as named tensors for a checkpoint,
+  // and back. Errors name the missing entry.
   void save(std::map<std::string, torch::Tensor>* out) const;
   Status load(const std::map<std::string, torch::Tensor>& in);
 
  private:
   Perturbation p_;
   at::Generator gen_;
-  // stochastic-rounding: float64 shadows of the parameters and their own Adam.
+  // stochastic-rounding: float64 shadows of the parameters and their own optimiser.
   std::vector<torch::Tensor> shadow_;
-  std::unique_ptr<DeviceAdam> adam64_;
-  std::map<std::string, torch::Tensor> resumed_adam64_;  // its checkpointed state, until it exists
+  std::unique_ptr<DeviceOptimizer> opt64_;
+  std::map<std::string, torch::Tensor> resumed_opt64_;  // its checkpointed state, until it exists
 };
 
 // Rounds each element of the float64 tensor `x` to one of its two neighbouring float32 values, up with
