@@ -63,7 +63,10 @@ void TrainStep::compute(const torch::Tensor& batch, bool eager, const torch::Ten
   if (alias_target_) {
     SADDLESCOPE_CHECK(next.defined() && next.sizes() == batch.sizes());
     hold(&next_, next, graphs_);
-    if (!target_.defined()) target_ = model_.loss_target(input_).detach().clone();  // lives as long as the step
+    if (!target_.defined()) {  // both live as long as the step; made once, never inside a capture
+      target_ = model_.loss_target(input_).detach().clone();
+      target_alias_ = torch::from_blob(target_.data_ptr(), target_.sizes(), target_.strides(), target_.options());
+    }
   }
   compute_graph_.run([&] {
     flat_.mutable_grad().zero_();
@@ -72,8 +75,7 @@ void TrainStep::compute(const torch::Tensor& batch, bool eager, const torch::Ten
       loss = model_.loss(input_);
     } else {  // the fault (step.h): data copies, none of them requires grad
       target_.copy_(model_.loss_target(input_));
-      torch::Tensor alias = torch::from_blob(target_.data_ptr(), target_.sizes(), target_.strides(), target_.options());
-      loss = model_.loss_against(input_, alias);
+      loss = model_.loss_against(input_, target_alias_);
       target_.copy_(model_.loss_target(next_));  // the data pipeline overwrites the target buffer
     }
     loss.backward();

@@ -67,7 +67,9 @@ class TrainStep {
   bool graphs_, alias_target_;
   gpu::GraphedWork compute_graph_, update_graph_;
   torch::Tensor input_, loss_, norm_;
-  torch::Tensor next_, target_;  // alias_target: the next batch, and the buffer the loss's target aliases
+  // alias_target: the next batch, the target buffer, and the loss's alias of it (from_blob on its
+  // storage: its own version counter, which the buffer's copies never bump).
+  torch::Tensor next_, target_, target_alias_;
 };
 
 // Sum of squared elements of every gradient, then the square root: the global gradient norm, on the
