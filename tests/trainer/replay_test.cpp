@@ -75,19 +75,26 @@ TEST(Replay, AliasTargetGivesOtherWeightGradientsOnTheSameParametersAndBatch) {
   EXPECT_EQ(a->loss, b->loss) << "the forward is the same";
   std::vector<store::OpRow> x = ops_of(dir.file("none")), y = ops_of(dir.file("alias"));
   ASSERT_EQ(x.size(), y.size());
-  int wgrad = 0, nonzero = 0, differ = 0;
+  int wgrad = 0, nonzero = 0, differ = 0, dgrad = 0, dgrad_differ = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(x[i].op + x[i].phase + x[i].index, y[i].op + y[i].phase + y[i].index);
     if (x[i].phase == "wgrad") {
       ++wgrad;
       nonzero += x[i].observed != 0 || y[i].observed != 0;  // a dead ReLU unit's weights get 0 either way
       differ += x[i].observed != y[i].observed;
+    } else if (x[i].phase == "dgrad") {  // the loss's own gradient, against the next batch's target: where
+      ++dgrad;                          // that target's element differs, it is beyond the bound
+      dgrad_differ += x[i].observed != y[i].observed;
+      EXPECT_EQ(x[i].flag, "within");
+      EXPECT_EQ(y[i].flag, x[i].observed != y[i].observed ? "beyond" : "within") << x[i].index;
     } else {
       EXPECT_EQ(x[i].observed, y[i].observed) << x[i].op << ": the forward ops are the same";
     }
   }
   EXPECT_GE(nonzero, wgrad / 2);
   EXPECT_EQ(differ, nonzero) << "every sampled weight gradient that is not 0 differs";
+  EXPECT_GT(dgrad, 0);
+  EXPECT_GT(dgrad_differ, 0);
 }
 
 TEST(Replay, BadInputsAreNamedAndLeaveNothingBehind) {
