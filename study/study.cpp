@@ -11,6 +11,7 @@
 
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/toml_limits.h"
 
 namespace saddlescope::study {
 namespace {
@@ -127,6 +128,7 @@ int StudyRun::cuda_index() const { return cfg.execution.device.index; }
 Result<Study> load_study(const std::string& path, const std::string& out) {
   auto text = store::read_file(path, trainer::kMaxConfigBytes, "the limit for a study file");
   if (!text) return text.status();
+  SADDLESCOPE_RETURN_IF_ERROR(trainer::check_toml_nesting(*text, path));
   toml::table doc;
   try {
     doc = toml::parse(std::string_view(*text), std::string_view(path));
