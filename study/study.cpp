@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/toml_limits.h"
@@ -133,7 +134,9 @@ Result<Study> load_study(const std::string& path, const std::string& out) {
   try {
     doc = toml::parse(std::string_view(*text), std::string_view(path));
   } catch (const toml::parse_error& e) {
-    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    // toml++ quotes what it saw, a newline included: shown escaped, the error stays one line.
+    return Status::Error(
+        fmt::format("{}:{}: {}", path, e.source().begin.line, printable(std::string(e.description()))));
   }
   Parser p(path);
   Study study;

@@ -402,7 +402,9 @@ Status ConfigBuilder::load_toml(const std::string& path) {
   try {
     table = toml::parse(std::string_view(*text), std::string_view(path));
   } catch (const toml::parse_error& e) {
-    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    // toml++ quotes what it saw, a newline included: shown escaped, the error stays one line.
+    return Status::Error(
+        fmt::format("{}:{}: {}", path, e.source().begin.line, printable(std::string(e.description()))));
   }
   for (const auto& [name, node] : table) {
     std::string where = fmt::format("{}:{}", path, node.source().begin.line);

@@ -107,6 +107,17 @@ TEST_F(ConfigTest, NestingAMillionDeepIsAOneLineError) {
   }
 }
 
+// Found by fuzz_config: toml++ quotes the character it saw, a newline included, and the error was two
+// lines. It is shown escaped.
+TEST_F(ConfigTest, TomlErrorQuotingANewlineStaysOneLine) {
+  std::string path = toml("steps = 10\nlr =t\n\n");
+  Status s = ConfigBuilder().load_toml(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().rfind(path + ":2: ", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("saw 't\\x0a'"), std::string::npos) << s.message();
+}
+
 TEST_F(ConfigTest, MissingFileIsNamed) {
   Status s = ConfigBuilder().load_toml(dir_.file("absent.toml"));
   ASSERT_FALSE(s.ok());
