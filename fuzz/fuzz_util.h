@@ -16,17 +16,19 @@
 
 namespace saddlescope::fuzz {
 
-// A directory of this process under $TMPDIR (or /tmp), made once and removed at exit.
+// A directory of this process under $TMPDIR (or /tmp), made once and removed at exit. The name is
+// never freed: the atexit handler runs after the destructors of statics made later (ASan caught a
+// use after free when it was a static std::string).
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  static const std::string* dir = [] {
     const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/saddlescope-fuzz-XXXXXX";
-    char* made = ::mkdtemp(templ.data());
+    auto* templ = new std::string(std::string(tmp && *tmp ? tmp : "/tmp") + "/saddlescope-fuzz-XXXXXX");
+    char* made = ::mkdtemp(templ->data());
     SADDLESCOPE_CHECK(made != nullptr);
     std::atexit([] { (void)remove_tree(scratch_dir()); });
     return templ;
   }();
-  return dir;
+  return *dir;
 }
 
 // `path` (created or truncated) holding `size` bytes of `data`.
