@@ -1,8 +1,12 @@
 // Regression tests for what the fuzz targets (fuzz/, docs/reliability.md) found in the store's readers.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
+#include <filesystem>
 #include <string>
 
+#include "saddlescope/store/catalog.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/schema.h"
@@ -56,6 +60,29 @@ TEST(FuzzFindings, CsvErrorsEchoFieldsEscapedAndCut) {
   auto any = read_csv(dir.file("m2.csv"));
   ASSERT_FALSE(any.ok());
   EXPECT_LT(any.status().message().size(), 400u);
+}
+
+// fuzz_catalog (CI's 30 s run): SQLite's error for a malformed schema quotes the schema's text, and a
+// catalogue whose stored CREATE statement holds a newline gave a multi-line error.
+TEST(FuzzFindings, CatalogueWithAMalformedSchemaIsAOneLineError) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.file("runs"));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.file("catalog.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE meta(key TEXT, value TEXT); PRAGMA writable_schema = ON; "
+                         "UPDATE sqlite_master SET sql = 'CREATE TABLE meta(key \"TE' || char(10) || 'XT)' "
+                         "WHERE name = 'meta';",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto problems = catalog_problems(dir.path());
+  ASSERT_FALSE(problems.ok());
+  EXPECT_EQ(problems.status().message().find('\n'), std::string::npos) << problems.status().message();
+  EXPECT_NE(problems.status().message().find("\\x0a"), std::string::npos) << problems.status().message();
+  auto drift = catalog_drift(dir.path());
+  if (drift.ok()) EXPECT_EQ(drift->whole.find('\n'), std::string::npos) << drift->whole;
+  else EXPECT_EQ(drift.status().message().find('\n'), std::string::npos) << drift.status().message();
 }
 
 }  // namespace
