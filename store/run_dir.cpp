@@ -13,6 +13,8 @@
 #include "saddlescope/base/text.h"
 #include "saddlescope/base/remove_tree.h"
 #include "file_lock.h"
+#include "run_scan.h"
+#include "saddlescope/store/json_input.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/sha256.h"
 
@@ -113,11 +115,11 @@ Status write_manifest(const std::string& run_dir, const RunManifest& manifest) {
 
 Result<RunManifest> read_manifest(const std::string& run_dir) {
   std::string path = (fs::path(run_dir) / "manifest.json").string();
-  auto text = read_file(path);
+  auto text = read_file(path, kMaxManifestBytes, "the limit for a manifest");
   if (!text) return text.status();
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Error(path + ": not valid JSON");
-  return RunManifest::from_json(j, path);
+  auto j = parse_json(*text, path);
+  if (!j) return j.status();
+  return RunManifest::from_json(*j, path);
 }
 
 std::string snapshot_dir(const std::string& run_dir, int64_t step) {

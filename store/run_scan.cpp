@@ -14,6 +14,7 @@
 #include "catalog_schema.h"
 #include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/store/json_input.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/sha256.h"
@@ -178,8 +179,9 @@ Status scan_file(const std::string& dir, const Entry& e, Part part, uint64_t max
   } else if (part == Part::kCheckpointState) {
     auto text = read_file(path, kMaxManifestBytes);
     if (!text) return text.status();
-    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) return Status::Error(path + ": not a JSON object (a checkpoint's state.json)");
+    auto j = parse_json(*text, path);
+    if (!j) return j.status();
+    if (!j->is_object()) return Status::Error(path + ": not a JSON object (a checkpoint's state.json)");
     f.sha256 = sha256_hex(*text);
   } else {  // a table: read through its reader below
     auto digest = sha256_file(path);
@@ -193,11 +195,7 @@ Status scan_file(const std::string& dir, const Entry& e, Part part, uint64_t max
 
 }  // namespace
 
-std::string shown(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) out += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
-  return out;
-}
+std::string shown(const std::string& s) { return printable(s, std::string::npos); }
 
 Result<ScannedRun> scan_run(const std::string& run_dir, uint64_t max_file_bytes) {
   std::string name = fs::path(run_dir).filename().string();

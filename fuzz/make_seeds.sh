@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Remakes the seed corpora in fuzz/corpus/ (committed; a few KiB each). Needs build-asan/ (run
+# scripts/sanitize.sh once) for the store's seeds, written by saddlescope's own writers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+c=fuzz/corpus
+rm -rf "$c" && mkdir -p "$c"/{fuzz_idx,fuzz_config,fuzz_study,fuzz_mnist_archive}
+build-asan/fuzz/fuzz_make_seeds "$c"
+
+# Configs and studies: the shipped ones.
+cp examples/*.toml "$c/fuzz_config/"
+cp studies/*.toml "$c/fuzz_study/"
+
+# IDX: images (2, 2, 3) and labels (2), as MNIST's files are laid out.
+printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x03\x00\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xff' >"$c/fuzz_idx/images"
+printf '\x00\x00\x08\x01\x00\x00\x00\x02\x07\x03' >"$c/fuzz_idx/labels"
+
+# MNIST archives (tar streams; the fuzz target gzips them): the package's layout with short files, and
+# members that are links, a directory and a FIFO in place of the data files.
+t=$(mktemp -d)
+mkdir -p "$t/package/data"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  cp "$c/fuzz_idx/images" "$t/package/data/$f"
+done
+tar -C "$t" --format=gnu --owner=0 --group=0 --mtime=@0 -cf "$c/fuzz_mnist_archive/layout.tar" package
+rm "$t/package/data/train-images-idx3-ubyte" "$t/package/data/t10k-labels-idx1-ubyte"
+ln -s /etc/passwd "$t/package/data/train-images-idx3-ubyte"
+mkfifo "$t/package/data/t10k-labels-idx1-ubyte"
+rm "$t/package/data/train-labels-idx1-ubyte" && mkdir "$t/package/data/train-labels-idx1-ubyte"
+tar -C "$t" --format=gnu --owner=0 --group=0 --mtime=@0 -cf "$c/fuzz_mnist_archive/special.tar" package
+rm -rf "$t"
+du -sh "$c"
