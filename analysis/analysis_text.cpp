@@ -5,6 +5,7 @@
 #include <string>
 
 #include "saddlescope/analysis/study_analysis.h"
+#include "saddlescope/store/csv.h"
 
 namespace saddlescope::analysis {
 namespace {
@@ -16,7 +17,7 @@ std::string field(const json& v) {
   if (v.is_null()) return "";
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return fmt::format("{}", v.get<double>());
+  if (v.is_number()) return store::format_double(v.get<double>());
   const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string q = "\"";

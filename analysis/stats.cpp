@@ -34,15 +34,6 @@ void check_sample(const std::vector<double>& v) {
   for (double x : v) SADDLESCOPE_CHECK(std::isfinite(x));
 }
 
-// The q-quantile of sorted values by linear interpolation between order statistics (Hyndman & Fan
-// type 7, numpy's default).
-double quantile_sorted(const std::vector<double>& s, double q) {
-  const double h = (static_cast<double>(s.size()) - 1) * q;
-  const size_t lo = static_cast<size_t>(std::floor(h));
-  if (lo + 1 >= s.size()) return s.back();
-  return s[lo] + (h - static_cast<double>(lo)) * (s[lo + 1] - s[lo]);
-}
-
 // C(n, k), or limit + 1 when it exceeds `limit`.
 int64_t binomial_capped(int64_t n, int64_t k, int64_t limit) {
   k = std::min(k, n - k);
@@ -55,6 +46,13 @@ int64_t binomial_capped(int64_t n, int64_t k, int64_t limit) {
 }
 
 }  // namespace
+
+double quantile_sorted(const std::vector<double>& s, double q) {
+  const double h = (static_cast<double>(s.size()) - 1) * q;
+  const size_t lo = static_cast<size_t>(std::floor(h));
+  if (lo + 1 >= s.size()) return s.back();
+  return s[lo] + (h - static_cast<double>(lo)) * (s[lo + 1] - s[lo]);
+}
 
 uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
   SADDLESCOPE_CHECK(n >= 1);

@@ -330,12 +330,7 @@ struct Group {
 json summary_json(std::vector<double> v) {
   if (v.empty()) return {{"n", 0}, {"median", nullptr}, {"q1", nullptr}, {"q3", nullptr}, {"min", nullptr}, {"max", nullptr}};
   std::sort(v.begin(), v.end());
-  auto q = [&](double p) {  // linear interpolation between order statistics
-    const double h = p * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<size_t>(std::floor(h));
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
-  };
+  auto q = [&](double p) { return quantile_sorted(v, p); };
   return {{"n", v.size()}, {"median", num(q(0.5))}, {"q1", num(q(0.25))}, {"q3", num(q(0.75))},
           {"min", num(v.front())}, {"max", num(v.back())}};
 }

@@ -32,22 +32,20 @@ class ProcessReplayer {
   Result<std::vector<store::OpRow>> operator()(const std::string& run, const std::string& params, int64_t step,
                                                int64_t k) {
     auto key = std::make_tuple(run, params, step, k);
+    const std::string out = fmt::format("{}/replays/{}-from-{}-step{}-k{}", dir_, base(run), base(params), step, k);
     auto it = done_.find(key);
-    if (it == done_.end()) {
-      const std::string name = fmt::format("{}-from-{}-step{}-k{}", base(run), base(params), step, k);
-      const std::string out = dir_ + "/replays/" + name;
-      Status s = run_process({self_, "replay", run, "--step", std::to_string(step), "--params-from", params, "--ops",
-                              fmt::format("ops:at={},k={},wgrad=true", step, k), "--out", out});
-      it = done_.emplace(key, s.ok() ? out : "!" + s.message()).first;
-    }
-    if (it->second[0] == '!') return Status::Error(it->second.substr(1));
-    return store::read_table(it->second, store::kOps);
+    if (it == done_.end())
+      it = done_.emplace(key, run_process({self_, "replay", run, "--step", std::to_string(step), "--params-from", params,
+                                           "--ops", fmt::format("ops:at={},k={},wgrad=true", step, k), "--out", out}))
+               .first;
+    if (!it->second.ok()) return it->second;
+    return store::read_table(out, store::kOps);
   }
 
  private:
   static std::string base(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
   std::string self_, dir_;
-  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::string> done_;
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, Status> done_;  // each replay's outcome
 };
 
 // A curvature evaluation through `saddlescope curvature --run` (LibTorch, the run's device), as a row.

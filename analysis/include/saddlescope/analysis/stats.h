@@ -182,6 +182,10 @@ Result<LinearFit> fit_line(const std::vector<double>& x, const std::vector<doubl
 Result<LinearFit> fit_growth_rate(const std::vector<double>& x, const std::vector<double>& y,
                                   double from = -INFINITY, double to = INFINITY);
 
+// The q-quantile (0 <= q <= 1) of ascending values by linear interpolation between order statistics
+// (Hyndman & Fan type 7, numpy's default). REQUIRES: `sorted` non-empty and ascending.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+
 // ---- Randomness -----------------------------------------------------------------------------------
 
 // A uniform integer in [0, n) from `rng`: draws r = rng() until r >= 2^64 mod n, returns r mod n (so the
