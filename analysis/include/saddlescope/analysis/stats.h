@@ -155,6 +155,25 @@ double cliffs_delta(const std::vector<double>& x, const std::vector<double>& y);
 // "large".
 std::string cliffs_delta_magnitude(double delta);
 
+// ---- Power: what a comparison could have seen --------------------------------------------------------
+
+struct DetectableEffect {
+  // The smallest two-sided p the exact Mann–Whitney test can give at these sizes, 2/C(n1+n2, n1) (no
+  // ties): above alpha, no effect of any size can be significant.
+  double min_p = NAN;
+  // The |Cliff's delta| detected with probability `power` at two-sided level alpha, by Noether's (1987)
+  // sample size for the Wilcoxon–Mann–Whitney test, N = (z_{1−α/2} + z_power)² / (12·c(1−c)·(p − ½)²)
+  // with c = n1/N and p = P(X > Y) = (1 + δ)/2, solved for δ. Distribution-free; NaN when above 1 (no
+  // effect is that likely to be seen) or when min_p > alpha.
+  double cliffs_delta = NAN;
+  // The same effect as a shift of two normal samples in units of their standard deviation,
+  // d = √2·Φ⁻¹((1 + δ)/2) (for normal samples δ = 2Φ(d/√2) − 1). NaN with cliffs_delta.
+  double shift_sd = NAN;
+};
+
+// REQUIRES: n1, n2 >= 1; 0 < alpha < 1; 0 < power < 1.
+DetectableEffect mann_whitney_detectable(int64_t n1, int64_t n2, double alpha = 0.05, double power = 0.8);
+
 // ---- Multiple comparisons -------------------------------------------------------------------------
 
 // Holm–Bonferroni adjusted p-values, in the order given: the i-th smallest of m gets

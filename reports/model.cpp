@@ -1,0 +1,507 @@
+// The report model: the study as read, and report.json built from it. Every number that the analysis
+// computed is copied from analysis.json as it is (the tests compare them); the report adds only what
+// the analysis does not say — the power of each test, the setup, per-op rounding summaries, symmetry.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "model.h"
+#include "saddlescope/analysis/op_summary.h"
+#include "saddlescope/analysis/stats.h"
+#include "saddlescope/store/catalog.h"
+#include "saddlescope/store/files.h"
+#include "saddlescope/store/json_input.h"
+#include "saddlescope/store/run_dir.h"
+
+namespace saddlescope::reports {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kAnalysisSchema = 1;
+
+// Modification time in seconds (0 when the file is missing).
+double mtime(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<double>(st.st_mtim.tv_sec) + 1e-9 * static_cast<double>(st.st_mtim.tv_nsec);
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// A field of a JSON object, or null.
+const json& field(const json& j, const char* key) {
+  static const json null;
+  return j.is_object() && j.contains(key) ? j[key] : null;
+}
+
+template <class Row>
+void read_into(const store::RunDir& run, Result<std::vector<Row>> (store::RunDir::*reader)() const, const char* file,
+               std::vector<Row>& out, std::vector<std::string>& notes) {
+  if (!run.has(file)) return;
+  auto rows = (run.*reader)();
+  if (rows) out = std::move(*rows);
+  else notes.push_back(rows.status().message());
+}
+
+// "autoencoder/cpu-t1/s3"-like label of a run: its group and seed.
+std::string run_label(const json& run) {
+  return fmt::format("{} s{}", field(run, "group").is_string() ? field(run, "group").get<std::string>() : "?",
+                     field(run, "seed").is_number_integer() ? std::to_string(field(run, "seed").get<int64_t>()) : "?");
+}
+
+// The flat leaves of a JSON object as "a.b" -> text (arrays joined with spaces).
+void flatten(const json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+  } else if (j.is_array() && std::any_of(j.begin(), j.end(), [](const json& e) { return e.is_structured(); })) {
+    for (size_t i = 0; i < j.size(); ++i) flatten(j[i], prefix + "." + std::to_string(i), out);
+  } else if (j.is_array()) {
+    std::string s;
+    for (const auto& e : j) s += (s.empty() ? "" : " ") + (e.is_string() ? e.get<std::string>() : e.dump());
+    out[prefix] = s;
+  } else {
+    out[prefix] = j.is_string() ? j.get<std::string>() : j.dump();
+  }
+}
+
+// One line naming a machine: host, CPU, GPU, the libraries that decide the arithmetic.
+std::string machine_summary(const std::map<std::string, std::string>& f) {
+  auto get = [&](const std::string& k) {
+    auto it = f.find(k);
+    return it == f.end() ? std::string("?") : it->second;
+  };
+  std::string gpu = "no GPU";
+  if (f.count("gpu.devices.0.name")) {
+    int n = 0;
+    while (f.count("gpu.devices." + std::to_string(n) + ".name")) ++n;
+    gpu = fmt::format("{}× {} (driver {}, CUDA {}, cuDNN {})", n, get("gpu.devices.0.name"), get("gpu.driver"),
+                      get("gpu.runtime_cuda"), get("gpu.cudnn"));
+  }
+  return fmt::format("host {}: {} ({} cores), {}; LibTorch {}, BLAS {} {}, {}, {}; saddlescope {}", get("host"),
+                     get("cpu.model"), get("cpu.cores"), gpu, get("libtorch.version"), get("blas.name"),
+                     get("blas.openblas_core") == "?" ? std::string() : "(" + get("blas.openblas_core") + " kernels)",
+                     get("compiler"), get("os"), get("toolkit.commit"));
+}
+
+// The words of a test's outcome at level alpha: differs, no difference found, or not testable.
+std::string finding(const json& test, double alpha) {
+  const json& p = field(test, "p_holm");
+  if (!field(test, "defined").is_boolean() || !test["defined"].get<bool>() || !p.is_number()) return "not testable";
+  if (p.get<double>() < alpha) return "differs";
+  // A Mann–Whitney test that could not reach alpha with any data says nothing: not "no difference".
+  if (field(test, "n_a").is_number_integer() && field(test, "n_b").is_number_integer() &&
+      analysis::mann_whitney_detectable(test["n_a"].get<int64_t>(), test["n_b"].get<int64_t>(), alpha).min_p > alpha)
+    return "too few runs to tell";
+  return "no difference found";
+}
+
+json power_of(const json& test, double alpha) {
+  const int64_t na = field(test, "n_a").is_number() ? field(test, "n_a").get<int64_t>() : 0;
+  const int64_t nb = field(test, "n_b").is_number() ? field(test, "n_b").get<int64_t>() : 0;
+  const auto d = analysis::mann_whitney_detectable(na, nb, alpha, 0.8);
+  return {{"n_a", na},
+          {"n_b", nb},
+          {"alpha", alpha},
+          {"power", 0.8},
+          {"min_p", number(d.min_p)},
+          {"detectable_cliffs_delta", number(d.cliffs_delta)},
+          {"detectable_shift_sd", number(d.shift_sd)}};
+}
+
+// One comparison's sentence-ready record: the analysis's numbers, the findings and the power.
+json comparison_model(const json& c, const json& attribution, double alpha) {
+  json out = {{"a", c["a"]}, {"b", c["b"]}, {"p_holm", c["p_holm"]}};
+  for (const char* k : {"escape", "logrank", "final_loss", "time_in_saddle"}) out[k] = field(c, k);
+  json lr = field(c, "logrank");
+  out["findings"] = {
+      {"final_loss", finding(field(c, "final_loss"), alpha)},
+      {"time_in_saddle", finding(field(c, "time_in_saddle"), alpha)},
+      {"escape", lr.is_object() && field(lr, "defined").is_boolean() ? finding(lr, alpha) : "not testable"},
+  };
+  out["power"] = {{"final_loss", power_of(field(c, "final_loss"), alpha)},
+                  {"time_in_saddle", power_of(field(c, "time_in_saddle"), alpha)}};
+  out["attribution"] = nullptr;
+  for (const auto& a : attribution)
+    if (a["a"] == c["a"] && a["b"] == c["b"]) {
+      json copy = a;
+      copy.erase("ops");
+      out["attribution"] = copy;
+      out["findings"]["cause"] = a["verdict"];
+    }
+  if (!out["findings"].contains("cause")) out["findings"]["cause"] = "not examined";
+  return out;
+}
+
+std::string comparison_sentence(const json& c, double alpha) {
+  const json& f = c["findings"];
+  std::string s = fmt::format("{} vs {}: ", c["a"].get<std::string>(), c["b"].get<std::string>());
+  const json& fl = c["final_loss"];
+  if (f["final_loss"] == "not testable") {
+    s += "final loss not testable";
+  } else {
+    s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})",
+                     f["final_loss"].get<std::string>(), show(fl["median_difference"]), show(fl["ci_low"]),
+                     show(fl["ci_high"]), show(fl["cliffs_delta"]), show_p(fl["p_holm"]));
+    const json& pw = c["power"]["final_loss"];
+    if (f["final_loss"] != "differs") {
+      if (pw["detectable_cliffs_delta"].is_number())
+        s += fmt::format(", though with {} vs {} runs only an effect of |δ| ≥ {} (a shift of {} SD) was "
+                         "detectable at power 0.8",
+                         pw["n_a"].get<int64_t>(), pw["n_b"].get<int64_t>(), show(pw["detectable_cliffs_delta"]),
+                         show(pw["detectable_shift_sd"]));
+      else
+        s += fmt::format(", and with {} vs {} runs no effect could have reached α = {} (smallest possible p {})",
+                         pw["n_a"].get<int64_t>(), pw["n_b"].get<int64_t>(), show(json(alpha)), show_p(pw["min_p"]));
+    }
+  }
+  const json& lr = c["logrank"];
+  if (f["escape"] == "not testable") s += "; escape not testable (no escape times to compare)";
+  else s += fmt::format("; escape {} (log-rank Holm p {})", f["escape"].get<std::string>(), show_p(lr["p_holm"]));
+  const json& at = c["attribution"];
+  if (at.is_object()) {
+    const std::string v = at["verdict"].is_string() ? at["verdict"].get<std::string>() : "none";
+    if (v == "identical") s += "; the paired runs are bitwise identical";
+    else if (v == "rounding")
+      s += fmt::format("; their runs differ by rounding only (first at {} {}, step {})", at["op"].is_string() ? at["op"].get<std::string>() : "?",
+                       at["phase"].is_string() ? at["phase"].get<std::string>() : "", show(at["step"]));
+    else if (v == "code")
+      s += fmt::format("; their runs differ by a code-path difference at {} {} in {} (step {}), beyond rounding",
+                       at["op"].is_string() ? at["op"].get<std::string>() : "?",
+                       at["phase"].is_string() ? at["phase"].get<std::string>() : "",
+                       at["config"].is_string() ? at["config"].get<std::string>() : "?", show(at["step"]));
+    else if (v == "undetermined")
+      s += "; their runs differ, but every sampled op agrees on identical inputs (the cause lies outside the sampled ops)";
+    else s += "; what makes their runs differ could not be examined";
+  }
+  return s + ".";
+}
+
+json verdict_model(const StudyData& study, double alpha) {
+  const json& a = study.analysis;
+  json comparisons = json::array();
+  std::vector<std::string> sentences;
+  int differ = 0, too_few = 0;
+  std::map<std::string, int> causes;
+  for (const auto& c : field(a, "comparisons")) {
+    json m = comparison_model(c, field(a, "attribution"), alpha);
+    const json& f = m["findings"];
+    if (f["final_loss"] == "differs" || f["escape"] == "differs" || f["time_in_saddle"] == "differs") ++differ;
+    else if (f["final_loss"] == "too few runs to tell") ++too_few;
+    ++causes[f["cause"].get<std::string>()];
+    m["sentence"] = comparison_sentence(m, alpha);
+    sentences.push_back(m["sentence"]);
+    comparisons.push_back(std::move(m));
+  }
+  const size_t n = comparisons.size();
+  std::string headline;
+  if (n == 0) {
+    headline = "No comparison: the analysis found fewer than two groups of analysable runs.";
+  } else {
+    headline = fmt::format("{} of {} comparison{} show{} a difference in final loss, time in saddle or escape at "
+                           "Holm-adjusted α = {}",
+                           differ, n, n == 1 ? "" : "s", differ == 1 ? "s" : "", show(json(alpha)));
+    if (too_few > 0)
+      headline += fmt::format("; {} of the others had too few runs for any difference to reach significance", too_few);
+    std::string why;
+    for (const char* k : {"code", "rounding", "undetermined", "identical", "not examined", "none"})
+      if (causes.count(k))
+        why += fmt::format("{}{} {}", why.empty() ? "" : ", ", causes[k],
+                           std::string(k) == "code"        ? "by a code-path difference"
+                           : std::string(k) == "rounding"  ? "by rounding only"
+                           : std::string(k) == "identical" ? "bitwise identical"
+                           : std::string(k) == "undetermined" ? "differing for a cause outside the sampled ops"
+                                                               : "not examined");
+    headline += ". Paired runs of the compared configs: " + why + ".";
+  }
+  json counts = {{"comparisons", n}, {"differ", differ}, {"too_few_runs", too_few}, {"causes", causes}};
+  return {{"headline", headline}, {"sentences", sentences}, {"comparisons", comparisons},
+          {"counts", counts}};
+}
+
+json setup_model(const StudyData& study) {
+  // One representative config per group; a key is an axis when its value differs between groups and
+  // is one value within each group (seeds vary within a group and are not axes).
+  std::map<std::string, std::vector<const RunData*>> by_group;
+  for (const auto& r : study.runs)
+    if (r.manifest && field(r.entry, "group").is_string()) by_group[r.entry["group"]].push_back(&r);
+  std::set<std::string> keys, within_varies;
+  for (const auto& [g, runs] : by_group)
+    for (const RunData* r : runs)
+      for (auto it = r->manifest->config.begin(); it != r->manifest->config.end(); ++it) {
+        keys.insert(it.key());
+        if (runs.front()->manifest->config.value(it.key(), json()) != it.value()) within_varies.insert(it.key());
+      }
+  json axes = json::array(), common = json::object();
+  for (const auto& k : keys) {
+    if (within_varies.count(k)) continue;
+    std::set<std::string> values;
+    for (const auto& [g, runs] : by_group) values.insert(runs.front()->manifest->config.value(k, json()).dump());
+    if (values.size() > 1) axes.push_back(k);
+    else if (!by_group.empty()) common[k] = by_group.begin()->second.front()->manifest->config.value(k, json());
+  }
+  json groups = json::array();
+  for (const auto& name : study.group_names) {
+    json g = {{"name", name}, {"config", json::object()}};
+    auto it = by_group.find(name);
+    if (it != by_group.end())
+      for (const auto& k : axes) g["config"][k.get<std::string>()] = it->second.front()->manifest->config.value(k.get<std::string>(), json());
+    groups.push_back(g);
+  }
+  // The matrix: every run the analysis lists and every planned run it does not.
+  json runs = json::array();
+  std::set<std::string> listed;
+  for (const auto& r : study.runs) {
+    const json& e = r.entry;
+    listed.insert(field(e, "run_id").is_string() ? e["run_id"].get<std::string>() : "");
+    std::string note = field(e, "skipped").is_string() ? e["skipped"].get<std::string>() : "";
+    if (r.manifest && !r.manifest->error.empty()) note = r.manifest->error;
+    if (r.newer_than_analysis) note += std::string(note.empty() ? "" : "; ") + "changed after the analysis";
+    for (const auto& n : r.notes) note += std::string(note.empty() ? "" : "; ") + n;
+    runs.push_back({{"run_id", e["run_id"]}, {"group", e["group"]}, {"seed", e["seed"]}, {"status", e["status"]},
+                    {"analysed", field(e, "skipped").is_null()}, {"steps_completed", field(e, "steps_completed")},
+                    {"note", note}});
+  }
+  json not_run = json::array();
+  for (const auto& p : study.plan)
+    if (!listed.count(p.run_id))
+      not_run.push_back({{"run_id", p.run_id}, {"label", p.label}, {"group", p.group}, {"seed", p.seed},
+                         {"state", p.state}, {"note", p.note}});
+  for (const auto& d : study.unanalysed)
+    not_run.push_back({{"run_id", base_name(d)}, {"label", base_name(d)}, {"group", nullptr}, {"seed", nullptr},
+                       {"state", "not analysed"}, {"note", "its directory is newer than the analysis: rerun saddlescope analyze"}});
+  // Fingerprints, deduplicated: threads and environment variables are the config's, not the machine's.
+  json machines = json::array();
+  std::map<std::string, size_t> seen;
+  for (const auto& r : study.runs) {
+    if (!r.manifest) continue;
+    json fp = r.manifest->fingerprint;
+    fp.erase("threads");
+    fp.erase("env");
+    const std::string key = fp.dump();
+    auto [it, fresh] = seen.emplace(key, machines.size());
+    if (fresh) {
+      std::map<std::string, std::string> flat;
+      flatten(fp, "", flat);
+      machines.push_back({{"summary", machine_summary(flat)}, {"fingerprint", fp}, {"flat", flat},
+                          {"groups", json::array()}, {"runs", 0}});
+    }
+    json& m = machines[it->second];
+    m["runs"] = m["runs"].get<int>() + 1;
+    if (std::find(m["groups"].begin(), m["groups"].end(), r.entry["group"]) == m["groups"].end())
+      m["groups"].push_back(r.entry["group"]);
+  }
+  return {{"groups", groups}, {"axes", axes}, {"common", common}, {"runs", runs}, {"not_run", not_run},
+          {"machines", machines}, {"definitions", field(study.analysis, "definitions")}};
+}
+
+json loss_model(const StudyData& study) {
+  json groups = json::array();
+  for (const auto& g : field(study.analysis, "groups"))
+    groups.push_back({{"name", g["name"]}, {"n_runs", g["n_runs"]}, {"final_loss", g["final_loss"]}});
+  json not_learning = json::array();
+  for (const auto& r : study.runs) {
+    const json& e = r.entry;
+    if (field(e, "learns").is_boolean() && !e["learns"].get<bool>())
+      not_learning.push_back({{"run_id", e["run_id"]}, {"group", e["group"]}, {"seed", e["seed"]},
+                              {"eval_mse", e["eval_mse"]}, {"baseline_mse", e["baseline_mse"]}});
+  }
+  return {{"groups", groups}, {"not_learning", not_learning}, {"loss_window", field(field(study.analysis, "definitions"), "loss_window")}};
+}
+
+json saddles_model(const StudyData& study) {
+  json groups = json::array();
+  for (const auto& g : field(study.analysis, "groups")) {
+    json c = g;
+    c.erase("final_loss");
+    groups.push_back(c);
+  }
+  json runs = json::array();
+  int64_t episodes = 0;
+  for (const auto& r : study.runs) {
+    const json& e = r.entry;
+    if (!field(e, "skipped").is_null()) continue;
+    json row = {{"run_id", e["run_id"]}, {"group", e["group"]}, {"seed", e["seed"]}};
+    for (const char* k : {"probe_count", "probe_interval", "gradient_scale", "time_in_saddle", "episodes", "episodes_note",
+                          "level_crossings"})
+      if (e.contains(k)) row[k] = e[k];
+    if (field(e, "episodes").is_array()) episodes += static_cast<int64_t>(e["episodes"].size());
+    runs.push_back(row);
+  }
+  return {{"groups", groups}, {"runs", runs}, {"n_episodes", episodes}, {"theory", field(study.analysis, "theory")}};
+}
+
+json op_summary_json(const analysis::OpSummary& s) {
+  return {{"op", s.op}, {"phase", s.phase}, {"kernel", s.kernel}, {"dtype", s.dtype}, {"samples", s.samples},
+          {"measured", s.measured}, {"beyond", s.beyond}, {"zero_terms", s.zero_terms}, {"nonfinite", s.nonfinite},
+          {"median_abs_ulp", number(s.median_abs_ulp)}, {"max_abs_ulp", number(s.max_abs_ulp)},
+          {"fraction_beyond", number(s.fraction_beyond)}, {"max_bound_ratio", number(s.max_bound_ratio)}};
+}
+
+json rounding_model(const StudyData& study) {
+  json groups = json::array(), callouts = json::array();
+  for (const auto& name : study.group_names) {
+    std::vector<store::OpRow> rows;
+    int64_t runs = 0;
+    for (const auto& r : study.runs)
+      if (r.entry["group"] == name && !r.ops.empty()) {
+        rows.insert(rows.end(), r.ops.begin(), r.ops.end());
+        ++runs;
+      }
+    if (rows.empty()) continue;
+    json ops = json::array();
+    for (const auto& s : analysis::summarize_ops(rows)) {
+      ops.push_back(op_summary_json(s));
+      if (s.zero_terms > 0)
+        callouts.push_back(fmt::format("{}: {} {} gave a nonzero result in {} of {} samples whose every term was exactly "
+                                       "zero — no rounding of those terms gives that: the kernel computes something else.",
+                                       name, s.op, s.phase, s.zero_terms, s.samples));
+    }
+    groups.push_back({{"name", name}, {"runs_with_taps", runs}, {"ops", ops}});
+  }
+  return {{"groups", groups}, {"zero_term_callouts", callouts}};
+}
+
+json divergence_model(const StudyData& study) {
+  json attribution = field(study.analysis, "attribution");
+  return {{"pairs", field(study.analysis, "divergence")}, {"attribution", attribution.is_null() ? json::array() : attribution}};
+}
+
+json symmetry_model(const StudyData& study) {
+  json runs = json::array();
+  for (const auto& r : study.runs) {
+    if (r.symmetry.empty()) continue;
+    std::map<std::string, json> layers;
+    for (const auto& row : r.symmetry) {
+      json& l = layers[row.layer];
+      if (l.is_null())
+        l = {{"layer", row.layer}, {"units", row.units}, {"identical_pairs_start", row.identical_pairs},
+             {"first_step", row.step}, {"broke_at_step", nullptr}, {"min_relative_distance_end", nullptr}};
+      // Symmetry broke at the first probe step with fewer identical pairs than at the start.
+      if (l["broke_at_step"].is_null() && row.identical_pairs < l["identical_pairs_start"].get<int64_t>())
+        l["broke_at_step"] = row.step;
+      l["identical_pairs_end"] = row.identical_pairs;
+      l["last_step"] = row.step;
+      l["min_relative_distance_end"] = number(row.min_relative_distance);
+    }
+    json ls = json::array();
+    for (auto& [name, l] : layers) ls.push_back(l);
+    runs.push_back({{"run_id", r.entry["run_id"]}, {"group", r.entry["group"]}, {"seed", r.entry["seed"]}, {"layers", ls}});
+  }
+  return {{"runs", runs}};
+}
+
+}  // namespace
+
+std::string show(const json& v) {
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) {
+    const double x = v.get<double>();
+    if (x == 0) return "0";
+    return fmt::format("{:.4g}", x);
+  }
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  return "—";
+}
+
+std::string show_p(const json& v) {
+  if (!v.is_number()) return "—";
+  const double p = v.get<double>();
+  return p < 1e-4 ? "< 0.0001" : fmt::format("{:.4f}", p);
+}
+
+Result<StudyData> load_study(const std::string& dir, const ReportOptions& options) {
+  StudyData s;
+  s.dir = dir;
+  s.name = options.study_name.empty() ? base_name(dir == "/" ? dir : dir.substr(0, dir.find_last_not_of('/') + 1))
+                                      : options.study_name;
+  s.plan = options.plan;
+  const std::string path = dir + "/analysis/analysis.json";
+  if (!store::file_exists(path))
+    return Status::Error(path + ": no analysis (run `saddlescope analyze " + dir + "` first)");
+  auto text = store::read_file(path, 1ull << 30, "1 GiB");
+  if (!text) return text.status();
+  auto a = store::parse_json(*text, path);
+  if (!a) return a.status();
+  s.analysis = std::move(*a);
+  if (!s.analysis.is_object() || field(s.analysis, "schema_version") != kAnalysisSchema)
+    return Status::Error(fmt::format("{}: schema_version must be {}, got {}", path, kAnalysisSchema,
+                                     s.analysis.is_object() ? field(s.analysis, "schema_version").dump() : "no object"));
+  for (const char* k : {"runs", "groups", "comparisons"})
+    if (!field(s.analysis, k).is_array()) return Status::Error(fmt::format("{}: {} must be an array", path, k));
+  for (const auto& g : s.analysis["groups"]) {
+    if (!field(g, "name").is_string()) return Status::Error(path + ": groups[].name must be a string");
+    s.group_names.push_back(g["name"]);
+  }
+  const double analysed_at = mtime(path);
+  std::set<std::string> listed;
+  for (const auto& e : s.analysis["runs"]) {
+    if (!field(e, "path").is_string() || !field(e, "run_id").is_string())
+      return Status::Error(path + ": runs[] entries need a path and a run_id string");
+    RunData r;
+    r.entry = e;
+    const std::string run_path = dir + "/" + e["path"].get<std::string>();
+    listed.insert(base_name(run_path));
+    auto run = store::RunDir::open(run_path);
+    if (!run) {
+      r.notes.push_back(run.status().message());
+    } else {
+      r.manifest = run->manifest();
+      r.newer_than_analysis = mtime(run_path + "/manifest.json") > analysed_at;
+      read_into(*run, &store::RunDir::metrics, store::kMetrics.file, r.metrics, r.notes);
+      read_into(*run, &store::RunDir::curvature, store::kCurvature.file, r.curvature, r.notes);
+      read_into(*run, &store::RunDir::ops, store::kOps.file, r.ops, r.notes);
+      read_into(*run, &store::RunDir::symmetry, store::kSymmetry.file, r.symmetry, r.notes);
+    }
+    const std::string who = run_label(e);
+    for (const auto& n : r.notes) s.warnings.push_back(fmt::format("run {} ({}): {}", who, e["run_id"].get<std::string>(), n));
+    if (r.newer_than_analysis)
+      s.warnings.push_back(fmt::format("run {} ({}) changed after the analysis: rerun `saddlescope analyze`", who,
+                                       e["run_id"].get<std::string>()));
+    if (field(e, "skipped").is_string())
+      s.warnings.push_back(fmt::format("run {} ({}) is {} and not in the statistics: {}", who, e["run_id"].get<std::string>(),
+                                       show(e["status"]), e["skipped"].get<std::string>()));
+    s.runs.push_back(std::move(r));
+  }
+  for (const auto& d : store::list_run_dirs(dir))
+    if (!listed.count(base_name(d))) {
+      s.unanalysed.push_back(d);
+      s.warnings.push_back(fmt::format("run {} is not in the analysis: rerun `saddlescope analyze`", base_name(d)));
+    }
+  for (const auto& p : s.plan)
+    if (!listed.count(p.run_id) && p.state != "completed")
+      s.warnings.push_back(fmt::format("planned run {} is {}{}", p.label, p.state, p.note.empty() ? "" : ": " + p.note));
+  return s;
+}
+
+json build_model(const StudyData& study) {
+  const json& defs = field(study.analysis, "definitions");
+  const double level = field(defs, "level").is_number() ? defs["level"].get<double>() : 0.95;
+  const double alpha = std::round((1 - level) * 1e12) / 1e12;
+  return {{"schema_version", 1},
+          {"study", study.name},
+          {"study_dir", study.dir},
+          {"generated", store::utc_now()},
+          {"alpha", alpha},
+          {"warnings", study.warnings},
+          {"n_runs", field(study.analysis, "n_runs")},
+          {"n_skipped", field(study.analysis, "n_skipped")},
+          {"verdict", verdict_model(study, alpha)},
+          {"setup", setup_model(study)},
+          {"loss", loss_model(study)},
+          {"saddles", saddles_model(study)},
+          {"rounding", rounding_model(study)},
+          {"divergence", divergence_model(study)},
+          {"symmetry", symmetry_model(study)},
+          {"figures", json::array()}};
+}
+
+}  // namespace saddlescope::reports

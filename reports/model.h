@@ -1,0 +1,65 @@
+// What a report is made of, internal to reports/: the study as read (the analysis and the run
+// directories behind it), the report model built from it (report.json: every number the report shows),
+// its figures, and the two renderings of the model.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "figure.h"
+#include "saddlescope/base/status.h"
+#include "saddlescope/reports/report.h"
+#include "saddlescope/store/manifest.h"
+#include "saddlescope/store/schema.h"
+
+namespace saddlescope::reports {
+
+// One run of the analysis (analysis.json runs[]), with what its directory still holds.
+struct RunData {
+  nlohmann::json entry;                    // its analysis.json runs[] entry
+  std::optional<store::RunManifest> manifest;
+  std::vector<store::MetricsRow> metrics;
+  std::vector<store::CurvatureRow> curvature;
+  std::vector<store::OpRow> ops;
+  std::vector<store::SymmetryRow> symmetry;
+  std::vector<std::string> notes;          // files that did not read, one line each
+  bool newer_than_analysis = false;        // its manifest changed after analysis.json was written
+};
+
+struct StudyData {
+  std::string dir, name;
+  nlohmann::json analysis;
+  std::vector<RunData> runs;                 // in analysis.json's order
+  std::vector<std::string> unanalysed;       // run directories the analysis does not list
+  std::vector<PlannedRun> plan;
+  std::vector<std::string> group_names;      // analysis.json groups[], in order: figure series 1, 2, ...
+  std::vector<std::string> warnings;         // partial or stale inputs
+};
+
+// Reads <dir>/analysis/analysis.json (schema_version 1) and every run it lists. A run whose directory
+// or files are gone is kept with notes; only the analysis itself not reading is an error.
+Result<StudyData> load_study(const std::string& dir, const ReportOptions& options);
+
+// report.json: the verdict, setup, and per section every number the report shows; numbers taken from
+// the analysis are copied verbatim.
+nlohmann::json build_model(const StudyData& study);
+
+// The figures the study's data allow, in report order; sections without data get none (the model says
+// why). Their names and captions are added to model["figures"].
+std::vector<Figure> build_figures(const StudyData& study, nlohmann::json& model);
+
+// index.html: one self-contained page. `svgs`: figure name -> its SVG document as gnuplot wrote it.
+std::string render_html(const nlohmann::json& model, const std::map<std::string, std::string>& svgs);
+// report.md: the same content for terminals, figures linked as PNG.
+std::string render_markdown(const nlohmann::json& model);
+
+// A number as the report prints it: 4 significant digits, "—" for null.
+std::string show(const nlohmann::json& v);
+// A p-value: 4 decimals, "< 0.0001" below that, "—" for null.
+std::string show_p(const nlohmann::json& v);
+
+}  // namespace saddlescope::reports

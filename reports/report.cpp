@@ -1,0 +1,53 @@
+// write_report: read the study, build the model, draw the figures, render, and commit the directory.
+#include "saddlescope/reports/report.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "model.h"
+#include "saddlescope/store/files.h"
+#include "saddlescope/store/run_dir.h"
+
+namespace saddlescope::reports {
+
+Result<ReportResult> write_report(const std::string& study_dir, const ReportOptions& options) {
+  auto study = load_study(study_dir, options);
+  if (!study) return study.status();
+  nlohmann::json model;
+  std::vector<Figure> figures;
+  try {
+    model = build_model(*study);
+    figures = build_figures(*study, model);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type in a hand-edited analysis
+    return Status::Error(study_dir + "/analysis/analysis.json: not the analysis schema: " + e.what());
+  }
+
+  auto dir = store::AtomicDir::begin(study_dir + "/report");
+  if (!dir) return dir.status();
+  const std::string fig_dir = dir->path() + "/figures";
+  std::error_code ec;
+  std::filesystem::create_directory(fig_dir, ec);
+  if (ec) return Status::Error(fig_dir + ": cannot create: " + ec.message());
+  Status st = store::write_file_atomic(fig_dir + "/README", "Each figure: <name>.svg and .png (drawn by gnuplot from "
+                                                            "<name>.gp and the CSV files it names).\n");
+  std::map<std::string, std::string> svgs;
+  for (size_t i = 0; st.ok() && i < figures.size(); ++i) {
+    if (options.progress) options.progress(static_cast<int64_t>(i), static_cast<int64_t>(figures.size()));
+    st = render_figure(figures[i], fig_dir, options.gnuplot);
+    if (!st.ok()) break;
+    auto svg = store::read_file(fig_dir + "/" + figures[i].name + ".svg");
+    if (!svg) st = svg.status();
+    else svgs[figures[i].name] = std::move(*svg);
+  }
+  if (options.progress && st.ok())
+    options.progress(static_cast<int64_t>(figures.size()), static_cast<int64_t>(figures.size()));
+  if (st.ok()) st = store::write_file_atomic(dir->path() + "/report.json", model.dump(2) + "\n");
+  if (st.ok()) st = store::write_file_atomic(dir->path() + "/report.md", render_markdown(model));
+  if (st.ok()) st = store::write_file_atomic(dir->path() + "/index.html", render_html(model, svgs));
+  if (st.ok()) st = dir->commit();
+  if (!st.ok()) return st;
+  return ReportResult{study_dir + "/report", static_cast<int64_t>(figures.size()), study->warnings};
+}
+
+}  // namespace saddlescope::reports

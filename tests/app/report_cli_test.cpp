@@ -1,0 +1,250 @@
+// `saddlescope report` end to end on a small real study of the two-layer linear network (seconds on one
+// core): the files it writes, report.json's numbers against analysis.json's, a failed run that still
+// renders, the page's structure (tests/reports/check_html.py) and the page in headless Chromium
+// (tests/reports/render_check.py, which keeps a screenshot as a test artifact), and one-line errors that
+// leave no report behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "saddlescope/base/process.h"
+#include "temp_dir.h"
+
+namespace saddlescope::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+// The linear network near its saddle at the origin (it escapes within the run), with curvature every
+// 5 steps, symmetry every 10 and op taps every 50.
+std::string linear_run(const std::string& out, int seed, const std::string& extra) {
+  return "train --model linear --data teacher --teacher-noise 0.1 --linear-hidden 2 --init-scale 0.01 --threads 1 "
+         "--batch-size 256 --lr 0.01 --optimizer sgd --probe curvature:every=5 --probe symmetry:every=10 "
+         "--probe ops:every=50,k=4 --snapshot-every 50 --steps 300 --seed " +
+         std::to_string(seed) + " --out " + out + " " + extra;
+}
+
+// The autoencoder from duplicated hidden units, with op taps and symmetry probes; 60 steps at batch 16
+// are too few to beat the mean-image baseline: a config that does not learn.
+std::string autoencoder_run(const std::string& out, int seed) {
+  return "train --model autoencoder --data mnist --steps 60 --batch-size 16 --threads 1 --probe ops:every=20,k=4 "
+         "--probe symmetry:every=10 --init duplicate --seed " + std::to_string(seed) + " --out " + out;
+}
+
+// A study of three configs (two of the linear network, three seeds each; one of the autoencoder, two
+// seeds), one more run of which fails (a write fails as on a full disk), analysed: made once for the
+// suite.
+class ReportCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    study_ = dir_->file("study");
+    for (int seed : {1, 2, 3}) {
+      ASSERT_EQ(run(linear_run(study_, seed, "")).code, 0);
+      ASSERT_EQ(run(linear_run(study_, seed, "--perturbation gaussian:1e-4:absolute")).code, 0);
+    }
+    for (int seed : {1, 2}) ASSERT_EQ(run(autoencoder_run(study_, seed)).code, 0);
+    setenv("SADDLESCOPE_FAIL_WRITE", "metrics.csv:2", 1);
+    Output failed = run(linear_run(study_, 4, ""));
+    unsetenv("SADDLESCOPE_FAIL_WRITE");
+    ASSERT_EQ(failed.code, 1) << failed.text;
+    Output a = run("analyze " + study_ + " --no-replay --quiet");
+    ASSERT_EQ(a.code, 0) << a.text;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static TempDir* dir_;
+  static std::string study_;
+};
+TempDir* ReportCli::dir_ = nullptr;
+std::string ReportCli::study_;
+
+TEST_F(ReportCli, WritesThePageTheMarkdownTheJsonAndEveryFigure) {
+  Output o = run("report " + study_ + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("report: " + study_ + "/report/index.html"), std::string::npos) << o.text;
+  const std::string r = study_ + "/report";
+  for (const char* f : {"index.html", "report.md", "report.json"}) EXPECT_TRUE(fs::exists(r + "/" + f)) << f;
+  json m = read_json(r + "/report.json");
+  std::set<std::string> names;
+  for (const auto& f : m["figures"]) {
+    names.insert(f["name"].get<std::string>());
+    for (const auto& file : f["files"]) {
+      const std::string p = r + "/figures/" + file.get<std::string>();
+      ASSERT_TRUE(fs::exists(p)) << p;
+      // Images have content; a CSV has at least its header (no run censored: only the header).
+      EXPECT_GT(fs::file_size(p), p.size() > 4 && p.substr(p.size() - 4) == ".csv" ? 10u : 100u) << p;
+    }
+  }
+  // What this study has data for: loss, saddles (the linear network escapes its saddle), op taps (the
+  // autoencoder's), paired runs that diverge, and symmetry.
+  for (const char* n : {"loss", "final_loss", "episodes", "lambda_min", "lambda_max", "survival", "theory", "ulp_fwd",
+                        "ulp_wgrad", "divergence", "symmetry", "symmetry_distance"})
+    EXPECT_TRUE(names.count(n)) << n << " missing; figures: " << m["figures"].dump();
+  const std::string md = [&] {
+    std::ifstream in(r + "/report.md");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  EXPECT_NE(md.find("](figures/loss.png)"), std::string::npos);
+  EXPECT_NE(md.find("## 1. Verdict"), std::string::npos);
+  // The autoencoder's runs are flagged as not learning, and its op taps summarised per op.
+  EXPECT_EQ(m["loss"]["not_learning"].size(), 2u) << m["loss"].dump();
+  ASSERT_EQ(m["rounding"]["groups"].size(), 1u);
+  EXPECT_EQ(m["rounding"]["groups"][0]["runs_with_taps"], 2);
+  EXPECT_GT(m["rounding"]["groups"][0]["ops"].size(), 4u);
+  EXPECT_EQ(m["rounding"]["groups"][0]["ops"][0]["samples"], 2 * 3 * 4) << "2 runs × steps 0, 20, 40 × k 4";
+  // The duplicated hidden units start as identical pairs; the step the report says symmetry broke at is
+  // the first probe step with fewer of them (on this CPU some break within 10 steps: OpenBLAS's edge
+  // tiles sum some columns in another order — a real finding, reported as such).
+  int duplicated = 0;
+  for (const auto& r : m["symmetry"]["runs"])
+    if (r["run_id"].get<std::string>().rfind("autoencoder", 0) == 0)
+      for (const auto& l : r["layers"]) {
+        if (l["identical_pairs_start"].get<int>() == 0) continue;
+        ++duplicated;
+        const bool fewer = l["identical_pairs_end"].get<int>() < l["identical_pairs_start"].get<int>();
+        EXPECT_EQ(l["broke_at_step"].is_null(), !fewer) << l.dump();
+        if (fewer) EXPECT_LE(l["broke_at_step"].get<int>(), l["last_step"].get<int>());
+      }
+  EXPECT_EQ(duplicated, 2 * 3) << "encoder.fc1, encoder.fc2 and decoder.fc1 of both runs";
+}
+
+// Every number the report shows that the analysis computed is the analysis's number.
+TEST_F(ReportCli, ReportJsonNumbersAreAnalysisJsonNumbers) {
+  ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
+  json a = read_json(study_ + "/analysis/analysis.json");
+  json m = read_json(study_ + "/report/report.json");
+  ASSERT_EQ(m["verdict"]["comparisons"].size(), a["comparisons"].size());
+  ASSERT_FALSE(a["comparisons"].empty());
+  for (size_t i = 0; i < a["comparisons"].size(); ++i) {
+    const json& c = a["comparisons"][i];
+    const json& r = m["verdict"]["comparisons"][i];
+    for (const char* k : {"a", "b", "p_holm", "escape", "logrank", "final_loss", "time_in_saddle"}) EXPECT_EQ(r[k], c[k]) << k;
+  }
+  ASSERT_EQ(m["loss"]["groups"].size(), a["groups"].size());
+  ASSERT_EQ(m["saddles"]["groups"].size(), a["groups"].size());
+  for (size_t i = 0; i < a["groups"].size(); ++i) {
+    EXPECT_EQ(m["loss"]["groups"][i]["final_loss"], a["groups"][i]["final_loss"]);
+    json g = a["groups"][i];
+    g.erase("final_loss");
+    EXPECT_EQ(m["saddles"]["groups"][i], g);
+  }
+  EXPECT_EQ(m["saddles"]["theory"], a["theory"]);
+  EXPECT_EQ(m["divergence"]["pairs"], a["divergence"]);
+  EXPECT_EQ(m["divergence"]["attribution"], a["attribution"]);
+  size_t analysed = 0;
+  for (const auto& run : a["runs"])
+    if (run["skipped"].is_null()) {
+      const json& mr = m["saddles"]["runs"][analysed++];
+      EXPECT_EQ(mr["run_id"], run["run_id"]);
+      for (const char* k : {"episodes", "episodes_note", "time_in_saddle", "level_crossings", "gradient_scale"})
+        EXPECT_EQ(mr.value(k, json()), run.value(k, json())) << k;
+    }
+  EXPECT_EQ(analysed, m["saddles"]["runs"].size());
+  EXPECT_GT(m["saddles"]["n_episodes"].get<int>(), 0) << "the linear network starts in a saddle";
+  // The power the report adds: 3 vs 3 runs cannot give an exact Mann–Whitney p below 0.1, so the
+  // report says "too few runs to tell", never "no difference found".
+  bool three_vs_three = false;
+  for (const auto& c : m["verdict"]["comparisons"]) {
+    const json& pw = c["power"]["final_loss"];
+    if (pw["n_a"] != 3 || pw["n_b"] != 3) continue;
+    three_vs_three = true;
+    EXPECT_DOUBLE_EQ(pw["min_p"].get<double>(), 0.1);
+    EXPECT_TRUE(pw["detectable_cliffs_delta"].is_null());
+    EXPECT_EQ(c["findings"]["final_loss"], "too few runs to tell");
+  }
+  EXPECT_TRUE(three_vs_three);
+}
+
+TEST_F(ReportCli, AFailedRunIsListedWithWhyAndTheRestRenders) {
+  ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
+  json m = read_json(study_ + "/report/report.json");
+  int failed = 0;
+  for (const auto& r : m["setup"]["runs"])
+    if (r["status"] == "failed") {
+      ++failed;
+      EXPECT_FALSE(r["analysed"].get<bool>());
+      EXPECT_NE(r["note"].get<std::string>().find("metrics.csv"), std::string::npos) << r.dump();
+    }
+  EXPECT_EQ(failed, 1);
+  bool warned = false;
+  for (const auto& w : m["warnings"]) warned = warned || w.get<std::string>().find("failed") != std::string::npos;
+  EXPECT_TRUE(warned) << m["warnings"].dump();
+  std::ifstream in(study_ + "/report/index.html");
+  const std::string html(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(html.find("is failed and not in the statistics"), std::string::npos);
+  EXPECT_NE(html.find("<figure id=\"fig-loss\">"), std::string::npos);
+}
+
+TEST_F(ReportCli, ThePagePassesTheStructuralCheck) {
+  ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
+  Status st = run_process({"python3", std::string(SADDLESCOPE_SOURCE_DIR) + "/tests/reports/check_html.py",
+                           study_ + "/report/index.html"});
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
+// The page in a real browser: loads without a console error, every figure drawn with a non-empty box.
+// Debian's chromium is part of the test set-up (scripts/setup.sh); SADDLESCOPE_NO_BROWSER=1 skips this
+// on a machine without it (the GPU host), and says so.
+TEST_F(ReportCli, ThePageRendersInHeadlessChromium) {
+  if (std::getenv("SADDLESCOPE_NO_BROWSER")) GTEST_SKIP() << "SADDLESCOPE_NO_BROWSER is set";
+  ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
+  fs::create_directories(SADDLESCOPE_ARTIFACT_DIR);
+  const std::string shot = std::string(SADDLESCOPE_ARTIFACT_DIR) + "/report-linear.png";
+  fs::remove(shot);
+  Status st = run_process({"python3", std::string(SADDLESCOPE_SOURCE_DIR) + "/tests/reports/render_check.py",
+                           study_ + "/report/index.html", "--screenshot", shot});
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(fs::exists(shot));
+  EXPECT_GT(fs::file_size(shot), 10000u);
+}
+
+TEST_F(ReportCli, BadInputsAreOneLineErrorsAndLeaveNoReport) {
+  TempDir dir;
+  expect_error("report " + dir.file("nothing"), dir.file("nothing") + ": not a study directory (no runs/)");
+  // A copy of the study whose analysis is of another schema version.
+  const std::string copy = dir.file("copy");
+  fs::copy(study_, copy, fs::copy_options::recursive);
+  fs::remove_all(copy + "/report");
+  json a = read_json(copy + "/analysis/analysis.json");
+  a["schema_version"] = 2;
+  std::ofstream(copy + "/analysis/analysis.json") << a.dump();
+  expect_error("report " + copy + " --quiet", copy + "/analysis/analysis.json: schema_version must be 1, got 2");
+  std::ofstream(copy + "/analysis/analysis.json") << "{\"schema_version\": 1, \"runs\": [";
+  Output o = run("report " + copy + " --quiet");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.text.rfind("saddlescope: " + copy + "/analysis/analysis.json", 0), 0u) << o.text;
+  EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+  EXPECT_FALSE(fs::exists(copy + "/report"));
+  // No gnuplot: nothing written, no temporary left.
+  fs::copy_file(study_ + "/analysis/analysis.json", copy + "/analysis/analysis.json", fs::copy_options::overwrite_existing);
+  o = run("report " + copy + " --quiet --gnuplot " + dir.file("no-gnuplot"));
+  EXPECT_EQ(o.code, 1) << o.text;
+  EXPECT_NE(o.text.find("saddlescope: figure loss: "), std::string::npos) << o.text;
+  EXPECT_FALSE(fs::exists(copy + "/report"));
+  for (const auto& e : fs::directory_iterator(copy))
+    EXPECT_EQ(e.path().filename().string().find(".report"), std::string::npos) << "no temporary left";
+  // A study without an analysis is analysed first.
+  fs::remove_all(copy + "/analysis");
+  o = run("report " + copy + " --quiet");
+  EXPECT_EQ(o.code, 0) << o.text;
+  EXPECT_TRUE(fs::exists(copy + "/analysis/analysis.json"));
+  EXPECT_TRUE(fs::exists(copy + "/report/index.html"));
+  EXPECT_EQ(run("report").code, 2);
+}
+
+}  // namespace
+}  // namespace saddlescope::testing
