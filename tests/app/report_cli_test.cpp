@@ -246,5 +246,35 @@ TEST_F(ReportCli, BadInputsAreOneLineErrorsAndLeaveNoReport) {
   EXPECT_EQ(run("report").code, 2);
 }
 
+// A failed write at any file the report writes itself ends with the file named and no report; a study
+// path full of shell metacharacters reaches gnuplot as an argument, never through a shell.
+TEST_F(ReportCli, InjectedWriteFailuresAndShellMetacharactersAreHarmless) {
+  TempDir dir;
+  const std::string copy = dir.file("a b'$(touch pwned)\";`touch pwned2` c");
+  fs::copy(study_, copy, fs::copy_options::recursive);
+  fs::remove_all(copy + "/report");
+  const std::string quoted = "'" + std::string("a b'\\''$(touch pwned)\";`touch pwned2` c") + "'";
+  for (const char* at : {"figures/README", "loss.gp", "final_loss_runs.csv", "report.json", "report.md", "index.html"}) {
+    SCOPED_TRACE(at);
+    setenv("SADDLESCOPE_FAIL_WRITE", at, 1);
+    Output o = run("report " + dir.path() + "/" + quoted + " --quiet");
+    unsetenv("SADDLESCOPE_FAIL_WRITE");
+    EXPECT_EQ(o.code, 1) << o.text;
+    EXPECT_NE(o.text.find("(injected by SADDLESCOPE_FAIL_WRITE)"), std::string::npos) << o.text;
+    EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+    EXPECT_FALSE(fs::exists(copy + "/report"));
+    for (const auto& e : fs::directory_iterator(copy))
+      EXPECT_EQ(e.path().filename().string().find(".report"), std::string::npos) << "no temporary left";
+  }
+  Output o = run("report " + dir.path() + "/" + quoted + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_TRUE(fs::exists(copy + "/report/index.html"));
+  for (const char* f : {"pwned", "pwned2"}) {
+    EXPECT_FALSE(fs::exists(dir.file(f))) << f;
+    EXPECT_FALSE(fs::exists(copy + "/report/figures/" + f)) << f;
+    EXPECT_FALSE(fs::exists(f)) << f;
+  }
+}
+
 }  // namespace
 }  // namespace saddlescope::testing
