@@ -51,12 +51,6 @@ void read_into(const store::RunDir& run, Result<std::vector<Row>> (store::RunDir
   else notes.push_back(rows.status().message());
 }
 
-// "autoencoder/cpu-t1/s3"-like label of a run: its group and seed.
-std::string run_label(const json& run) {
-  return fmt::format("{} s{}", field(run, "group").is_string() ? field(run, "group").get<std::string>() : "?",
-                     field(run, "seed").is_number_integer() ? std::to_string(field(run, "seed").get<int64_t>()) : "?");
-}
-
 // The flat leaves of a JSON object as "a.b" -> text (arrays joined with spaces).
 void flatten(const json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
   if (j.is_object()) {
@@ -399,6 +393,11 @@ json symmetry_model(const StudyData& study) {
 }
 
 }  // namespace
+
+std::string run_label(const json& run) {
+  return fmt::format("{} s{}", field(run, "group").is_string() ? field(run, "group").get<std::string>() : "?",
+                     field(run, "seed").is_number_integer() ? std::to_string(field(run, "seed").get<int64_t>()) : "?");
+}
 
 std::string show(const json& v) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());

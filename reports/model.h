@@ -57,6 +57,9 @@ std::string render_html(const nlohmann::json& model, const std::map<std::string,
 // report.md: the same content for terminals, figures linked as PNG.
 std::string render_markdown(const nlohmann::json& model);
 
+// "cpu-t1 s3": an analysis.json runs[] entry's group and seed ("?" for either when absent).
+std::string run_label(const nlohmann::json& run);
+
 // A number as the report prints it: 4 significant digits, "—" for null.
 std::string show(const nlohmann::json& v);
 // A p-value: 4 decimals, "< 0.0001" below that, "—" for null.

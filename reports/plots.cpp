@@ -76,6 +76,16 @@ std::string series_curves(const std::vector<std::string>& titles, const std::set
   });
 }
 
+// One shaded band per series present: between columns `low` and `high` of ARG3, the rows of series i.
+std::string series_bands(const std::vector<std::string>& titles, const std::set<int>& present, const std::string& x,
+                         const std::string& low, const std::string& high) {
+  return per_group(titles, [&](int i, const std::string&) {
+    return present.count(i) ? fmt::format("ARG3 using '{}':(column('series')=={} ? column('{}') : NaN):'{}' with "
+                                          "filledcurves lt {} notitle", x, i, low, high, i)
+                            : std::string();
+  });
+}
+
 int series_of(const StudyData& s, const json& group) {
   if (!group.is_string()) return 0;
   auto it = std::find(s.group_names.begin(), s.group_names.end(), group.get<std::string>());
@@ -84,11 +94,6 @@ int series_of(const StudyData& s, const json& group) {
 
 bool analysed(const RunData& r) { return r.entry.contains("skipped") && r.entry["skipped"].is_null(); }
 
-std::string run_name(const RunData& r) {
-  const json& g = r.entry.contains("group") ? r.entry["group"] : json();
-  return fmt::format("{} s{}", g.is_string() ? g.get<std::string>() : "?",
-                     r.entry.contains("seed") && r.entry["seed"].is_number() ? r.entry["seed"].dump() : "?");
-}
 
 // ---- Loss ------------------------------------------------------------------------------------------
 
@@ -147,13 +152,8 @@ std::optional<Figure> loss_figure(const StudyData& s, int64_t window) {
   std::string cmds = "set xlabel 'optimiser step'\nset ylabel " +
                      gp_string(fmt::format("training loss, trailing mean over {} steps", window)) + "\n";
   if (spans_decades(medians)) cmds += "set logscale y\nset format y '%g'\n";
-  std::vector<std::string> groups = s.group_names;
-  cmds += "plot " + per_group(groups, [&](int i, const std::string&) {
-            return present.count(i) ? fmt::format("ARG3 using 'step':(column('series')=={} ? column('q1') : NaN):'q3' "
-                                                  "with filledcurves lt {} notitle", i, i)
-                                    : std::string();
-          });
-  cmds += ", \\\n  " + series_curves(groups, present, "step", "median", "lines");
+  cmds += "plot " + series_bands(s.group_names, present, "step", "q1", "q3");
+  cmds += ", \\\n  " + series_curves(s.group_names, present, "step", "median", "lines");
   f.commands = cmds + "\n";
   return f;
 }
@@ -212,7 +212,7 @@ std::optional<Figure> episodes_figure(const StudyData& s) {
   for (const auto& r : s.runs) {
     if (!analysed(r) || !r.entry.value("episodes", json()).is_array()) continue;
     ++y;
-    ytics += fmt::format("{}{} {}", ytics.empty() ? "" : ", ", gp_string(run_name(r)), y);
+    ytics += fmt::format("{}{} {}", ytics.empty() ? "" : ", ", gp_string(run_label(r.entry)), y);
     for (const auto& e : r.entry["episodes"]) {
       const bool censored = e.value("censored", false);
       const json end = censored ? r.entry.value("last_probe_step", json()) : e.value("exit_step", json());
@@ -314,11 +314,7 @@ std::optional<Figure> survival_figure(const StudyData& s) {
   f.data = {{"", csv.body}, {"_censored", marks.body}};
   std::string cmds = "set xlabel 'optimiser steps since the saddle was entered'\nset ylabel 'runs still in the saddle "
                      "(fraction)'\nset yrange [0:1.05]\n";
-  cmds += "plot " + per_group(s.group_names, [&](int i, const std::string&) {
-            return present.count(i) ? fmt::format("ARG3 using 'step':(column('series')=={} ? column('lower') : NaN):'upper' "
-                                                  "with filledcurves lt {} notitle", i, i)
-                                    : std::string();
-          });
+  cmds += "plot " + series_bands(s.group_names, present, "step", "lower", "upper");
   cmds += ", \\\n  " + per_group(s.group_names, [&](int i, const std::string& title) {
             return present.count(i) ? fmt::format("ARG3 using 'step':(column('series')=={} ? column('survival') : NaN) "
                                                   "with lines lt {} title {}, \\\n  ARG4 using 'step':(column('series')=={} ? "
