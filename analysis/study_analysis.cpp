@@ -39,6 +39,7 @@ json opt(const std::optional<T>& x) {
 
 struct Run {
   std::string id, path, group;
+  std::string model;    // the study's model table (manifest study.model); "" outside a study
   int64_t seed = 0;
   std::string status;
   std::string skipped;  // why the run is left out of everything ("" when analysed)
@@ -151,6 +152,9 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
     return r;
   }
   r.group = *group;
+  auto study = m.extra.find("study");
+  if (study != m.extra.end() && study->is_object() && study->contains("model") && (*study)["model"].is_string())
+    r.model = (*study)["model"].get<std::string>();
   if (dir->state() != store::RunStatus::kCompleted && dir->state() != store::RunStatus::kDiverged) {
     r.skipped = "status " + r.status + (m.error.empty() ? "" : ": " + m.error);
     return r;
@@ -322,6 +326,7 @@ json run_json(const Run& r, const AnalysisOptions& o) {
 
 struct Group {
   std::string name;
+  std::string model;             // its runs' study model: groups of different models are not compared
   std::vector<const Run*> runs;  // analysed runs
   std::vector<Observation> escapes;  // each run's first episode
   std::vector<double> final_loss, time_in_saddle;
@@ -592,11 +597,21 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
     if (!any) return Status::Error("--group-by: no run has a config key '" + k + "'");
   }
 
+  // A study of several models: a group is one model's config ("autoencoder/cpu-t1"), and only groups
+  // of the same model are compared — one config's runs of two models are not one sample.
+  std::set<std::string> models;
+  for (const Run& r : runs)
+    if (r.dir) models.insert(r.model);
+  const bool by_model = models.size() > 1 && o.group_by.empty();
+  if (by_model)
+    for (Run& r : runs)
+      if (!r.group.empty()) r.group = r.model + "/" + r.group;
   std::map<std::string, Group> groups;
   for (const Run& r : runs) {
     if (!r.analysed()) continue;
     Group& g = groups[r.group];
     g.name = r.group;
+    g.model = r.model;
     g.runs.push_back(&r);
     if (r.final_loss) g.final_loss.push_back(*r.final_loss);
     if (r.episodes) {
@@ -607,7 +622,12 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
       }
     }
   }
-  if (!o.baseline.empty() && !groups.count(o.baseline)) {
+  // The baseline of each model: the group named --baseline, or in a study of several models each
+  // model's group of that config.
+  auto is_baseline = [&](const Group& g) {
+    return g.name == o.baseline || (by_model && g.name == g.model + "/" + o.baseline);
+  };
+  if (!o.baseline.empty() && std::none_of(groups.begin(), groups.end(), [&](const auto& kv) { return is_baseline(kv.second); })) {
     std::string known;
     for (const auto& [name, g] : groups) known += (known.empty() ? "" : ", ") + name;
     return Status::Error("--baseline: no group is named '" + o.baseline + "' (groups: " + known + ")");
@@ -615,11 +635,15 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
 
   std::vector<std::pair<const Group*, const Group*>> pairs;
   for (auto i = groups.begin(); i != groups.end(); ++i) {
-    if (!o.baseline.empty()) {
-      if (i->first != o.baseline) pairs.emplace_back(&groups[o.baseline], &i->second);
-      continue;
+    for (auto j = std::next(i); j != groups.end(); ++j) {
+      const Group *a = &i->second, *b = &j->second;
+      if (a->model != b->model) continue;
+      if (!o.baseline.empty()) {
+        if (is_baseline(*b)) std::swap(a, b);
+        if (!is_baseline(*a) || is_baseline(*b)) continue;
+      }
+      pairs.emplace_back(a, b);
     }
-    for (auto j = std::next(i); j != groups.end(); ++j) pairs.emplace_back(&i->second, &j->second);
   }
 
   json out;
@@ -641,7 +665,7 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
       {"permutations", o.permutations},
       {"resamples", o.resamples},
       {"seed", o.seed},
-      {"group_by", o.group_by.empty() ? json("study config") : json(o.group_by)},
+      {"group_by", !o.group_by.empty() ? json(o.group_by) : json(by_model ? "study model/config" : "study config")},
       {"baseline", o.baseline.empty() ? json(nullptr) : json(o.baseline)},
       {"attribution_k", o.attribution_k},
       {"refine", o.refine}};

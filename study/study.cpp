@@ -23,6 +23,8 @@ using nlohmann::json;
 struct Entries {
   std::string name;  // the table's name (models and configs); "" for base
   int line = 0;      // where it starts, for the file's order
+  int64_t seed_offset = 0;  // added to each seed of the table's runs: the runs of two tables start
+                            // from different weights (the 2021 study's independent runs)
   std::vector<std::pair<std::string, std::pair<json, std::string>>> keys;
 };
 
@@ -54,6 +56,14 @@ class Parser {
       if (k == "seed" || k == "out")
         return Status::Error(where(node) + ": " + k + " is set by the study (" +
                              (k == "seed" ? "its seeds" : "study run --out") + "), not in " + section);
+      if (k == "seed_offset") {
+        if (name.empty()) return Status::Error(where(node) + ": seed_offset belongs in a [models.NAME] or [configs.NAME] table, not in " + section);
+        auto v = node.value<int64_t>();
+        if (!node.is_integer() || *v < 0 || *v > (int64_t{1} << 40))
+          return Status::Error(where(node) + ": seed_offset must be an integer in 0..2^40");
+        e.seed_offset = *v;
+        continue;
+      }
       e.keys.push_back({k, {to_json(node), where(node)}});
     }
     return e;
@@ -187,7 +197,8 @@ Result<Study> load_study(const std::string& path, const std::string& out) {
   std::map<std::string, std::string> seen;  // run id -> label
   for (const auto& m : models)
     for (const auto& c : configs)
-      for (int64_t seed : *seeds) {
+      for (int64_t listed : *seeds) {
+        const int64_t seed = listed + m.seed_offset + c.seed_offset;
         trainer::ConfigBuilder builder;
         bool threads_set = false;
         for (const Entries* e : {static_cast<const Entries*>(&base), &m, &c})

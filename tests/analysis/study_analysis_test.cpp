@@ -30,6 +30,7 @@ struct PlantedRun {
   std::string optimizer = "adam";
   bool curvature = true;
   store::RunStatus status = store::RunStatus::kCompleted;
+  std::string model;           // the study's model table ("": none recorded)
 };
 
 // Probes every 10 steps over 200 steps: away from saddles until 20, on a plateau with λmin = −1 from
@@ -53,9 +54,10 @@ std::vector<store::CurvatureRow> planted_curvature(int64_t escape_at) {
 }
 
 std::string add_planted(const std::string& study, const PlantedRun& p) {
-  const std::string id = p.group + "-s" + std::to_string(p.seed);
-  store::RunManifest m = testing::make_manifest(id, p.status, p.seed, "key-" + p.group);
+  const std::string id = (p.model.empty() ? "" : p.model + "-") + p.group + "-s" + std::to_string(p.seed);
+  store::RunManifest m = testing::make_manifest(id, p.status, p.seed, "key-" + p.model + p.group);
   m.extra["study"] = {{"name", "synthetic"}, {"config", p.group}, {"seed", p.seed}};
+  if (!p.model.empty()) m.extra["study"]["model"] = p.model;
   m.config["optimizer"] = p.optimizer;
   m.config["steps"] = 200;
   if (p.status == store::RunStatus::kCompleted) {
@@ -188,6 +190,41 @@ TEST(StudyAnalysis, IdenticalGroupsAreIdenticalBitwise) {
   EXPECT_EQ((*a)["attribution"][0]["evidence"], "bitwise");
   EXPECT_TRUE((*a)["divergence"][0]["first_loss_step"].is_null());
   EXPECT_EQ((*a)["divergence"][0]["final_rel_l2"], 0.0);
+}
+
+TEST(StudyAnalysis, AStudyOfTwoModelsComparesConfigsWithinEachModelOnly) {
+  testing::TempDir dir;
+  for (const char* model : {"ae", "pn"})
+    for (const char* group : {"cpu", "cuda", "sgd"})
+      for (int64_t s = 0; s < 3; ++s) {
+        PlantedRun p{group, s, 50};
+        p.model = model;
+        add_planted(dir.path(), p);
+      }
+  AnalysisOptions o = fast();
+  o.baseline = "cpu";  // each model's cpu against that model's others
+  auto a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["definitions"]["group_by"], "study model/config");
+  std::vector<std::string> groups, pairs;
+  for (const auto& g : (*a)["groups"]) groups.push_back(g["name"]);
+  for (const auto& c : (*a)["comparisons"]) pairs.push_back(c["a"].get<std::string>() + " " + c["b"].get<std::string>());
+  EXPECT_EQ(groups, (std::vector<std::string>{"ae/cpu", "ae/cuda", "ae/sgd", "pn/cpu", "pn/cuda", "pn/sgd"}));
+  EXPECT_EQ(pairs, (std::vector<std::string>{"ae/cpu ae/cuda", "ae/cpu ae/sgd", "pn/cpu pn/cuda", "pn/cpu pn/sgd"}));
+  for (const auto& d : (*a)["divergence"]) EXPECT_EQ(d["a"].get<std::string>().substr(0, 3), d["b"].get<std::string>().substr(0, 3));
+  // A full group name is a baseline too, for its own model only; without one, every pair within a model.
+  o.baseline = "pn/cuda";
+  a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["comparisons"].size(), 2u);
+  o.baseline = "";
+  a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["comparisons"].size(), 6u);
+  o.baseline = "gpu";
+  a = analyze_study(dir.path(), o);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), "--baseline: no group is named 'gpu' (groups: ae/cpu, ae/cuda, ae/sgd, pn/cpu, pn/cuda, pn/sgd)");
 }
 
 TEST(StudyAnalysis, GroupsWithoutEpisodesOrWithOneRunHaveNoTestButNoCrash) {

@@ -95,6 +95,26 @@ TEST(Study, WithoutModelsAndConfigsIsOneModelAndOneConfig) {
   EXPECT_EQ(d->runs[0].cfg.out, "runs/s");
 }
 
+TEST(Study, SeedOffsetGivesATablesRunsSeedsOfTheirOwn) {
+  TempDir dir;
+  // The 2021 study's design: CPU and GPU runs from different initial weights.
+  auto s = load(dir, "seeds = [1, 2]\n[base]\nmodel = \"linear\"\ndata = \"teacher\"\n"
+                     "[models.lin]\nseed_offset = 10\n[configs.same]\nthreads = 1\n"
+                     "[configs.other]\nthreads = 1\nseed_offset = 100\nlr = 0.002\n");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->runs.size(), 4u);
+  EXPECT_EQ(s->runs[0].label(), "lin/same/s11");
+  EXPECT_EQ(s->runs[0].cfg.seed, 11);
+  EXPECT_EQ(s->runs[3].label(), "lin/other/s112");
+  EXPECT_EQ(s->runs[3].cfg.seed, 112);
+  EXPECT_EQ(error_of(dir, "seeds = [1]\n[configs.a]\nseed_offset = -1\n"),
+            dir.file("s.toml") + ":3: seed_offset must be an integer in 0..2^40");
+  EXPECT_EQ(error_of(dir, "seeds = [1]\n[configs.a]\nseed_offset = 1.5\n"),
+            dir.file("s.toml") + ":3: seed_offset must be an integer in 0..2^40");
+  EXPECT_EQ(error_of(dir, "seeds = [1]\n[base]\nseed_offset = 1\n"),
+            dir.file("s.toml") + ":3: seed_offset belongs in a [models.NAME] or [configs.NAME] table, not in [base]");
+}
+
 TEST(Study, ConfigKeysAreCheckedAsTrainChecksThemWithTheStudysLine) {
   TempDir dir;
   // The same value in a run config and in a study: the same message but for file and line.

@@ -7,6 +7,8 @@
 //   model = "autoencoder"
 //   [models.NAME]                # optional, one table per model: keys over base's
 //   [configs.NAME]               # optional, one table per execution config: keys over both
+//   seed_offset = 100            # in a models or configs table: its runs use seed + 100 (their own
+//                                # initial weights and data order, as independent runs would have)
 //
 // The matrix models × configs × seeds expands to runs, in the file's order. Each run's config is set
 // and resolved exactly as `saddlescope train` does it — the same key table, the same checks, the same
@@ -29,7 +31,7 @@ inline constexpr int64_t kMaxStudyRuns = 100000;
 struct StudyRun {
   int64_t task = 0;           // position in the plan, from 0 (a Slurm array index)
   std::string model, config;  // names of the [models.NAME] and [configs.NAME] tables
-  int64_t seed = 0;
+  int64_t seed = 0;           // the run's: a listed seed plus its tables' seed_offset
   trainer::RunConfig cfg;     // resolved; cfg.out is the study directory
   std::string run_id;         // the trainer's: <cfg.run_prefix()>-<hash of the resolved config>
   bool threads_set = false;   // threads given by the study, not the default (every core of the
