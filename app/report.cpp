@@ -2,6 +2,7 @@
 // report.md, report.json, figures/). Analyses the study first when it has no analysis yet; lists the
 // runs of STUDY_DIR/study.toml that never ran or failed. docs/reports.md shows one.
 #include <memory>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -26,9 +27,18 @@ std::vector<reports::PlannedRun> plan_of(const std::string& dir, std::vector<std
     warnings->push_back("the study file does not read, so runs that never started are not listed: " + s.status().message());
     return plan;
   }
+  // Groups as the analysis names them: model/config when the study has several models.
+  std::set<std::string> models;
+  for (const auto& run : s->runs) models.insert(run.model);
   for (const auto& run : s->runs) {
     const study::RunView v = study::inspect_run(dir, run.run_id);
-    plan.push_back({run.run_id, run.label(), run.config, run.seed, study::state_name(v.state), v.error});
+    std::string state = study::state_name(v.state), note = v.error;
+    if (state == "new") {
+      state = "not run yet";
+      if (run.cuda()) note = "a CUDA run: study run skips it on a host without a GPU";
+    }
+    plan.push_back({run.run_id, run.label(), models.size() > 1 ? run.model + "/" + run.config : run.config, run.seed,
+                    state, note});
   }
   return plan;
 }

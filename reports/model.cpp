@@ -477,7 +477,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
     }
   for (const auto& p : s.plan)
     if (!listed.count(p.run_id) && p.state != "completed")
-      s.warnings.push_back(fmt::format("planned run {} is {}{}", p.label, p.state, p.note.empty() ? "" : ": " + p.note));
+      s.warnings.push_back(fmt::format("planned run {}: {}{}", p.label, p.state, p.note.empty() ? "" : " (" + p.note + ")"));
   return s;
 }
 

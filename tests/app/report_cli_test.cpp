@@ -189,6 +189,24 @@ TEST_F(ReportCli, AFailedRunIsListedWithWhyAndTheRestRenders) {
   EXPECT_NE(html.find("<figure id=\"fig-loss\">"), std::string::npos);
 }
 
+TEST_F(ReportCli, PlannedRunsThatNeverRanAreListedAndACudaRunSaysWhy) {
+  TempDir tmp;
+  const std::string copy = tmp.file("study");
+  fs::copy(study_, copy, fs::copy_options::recursive);
+  fs::remove_all(copy + "/report");
+  std::ofstream(copy + "/study.toml") << "seeds = [7]\n[base]\nmodel = \"linear\"\ndata = \"teacher\"\nsteps = 5\n"
+                                          "[configs.cpu]\nthreads = 1\n[configs.gpu]\ndevice = \"cuda\"\nthreads = 1\n";
+  Output o = run("report " + copy);
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("planned run linear/cpu/s7: not run yet\n"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("planned run linear/gpu/s7: not run yet (a CUDA run: study run skips it on a host without a GPU)"),
+            std::string::npos) << o.text;
+  json m = read_json(copy + "/report/report.json");
+  int not_run = 0;
+  for (const auto& r : m["setup"]["not_run"]) not_run += r["state"] == "not run yet";
+  EXPECT_EQ(not_run, 2) << m["setup"].dump();
+}
+
 TEST_F(ReportCli, ThePagePassesTheStructuralCheck) {
   ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
   Status st = run_process({"python3", std::string(SADDLESCOPE_SOURCE_DIR) + "/tests/reports/check_html.py",
