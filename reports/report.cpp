@@ -2,6 +2,7 @@
 #include "saddlescope/reports/report.h"
 
 #include <filesystem>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -11,17 +12,15 @@
 
 namespace saddlescope::reports {
 
-Result<ReportResult> write_report(const std::string& study_dir, const ReportOptions& options) {
+namespace {
+
+// Throws what a hand-edited analysis.json makes the JSON reads throw: a field of the wrong type
+// (nlohmann::json::exception) or a missing one (std::logic_error: JSON_ASSERT, set in CMakeLists.txt).
+Result<ReportResult> write_report_or_throw(const std::string& study_dir, const ReportOptions& options) {
   auto study = load_study(study_dir, options);
   if (!study) return study.status();
-  nlohmann::json model;
-  std::vector<Figure> figures;
-  try {
-    model = build_model(*study);
-    figures = build_figures(*study, model);
-  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type in a hand-edited analysis
-    return Status::Error(study_dir + "/analysis/analysis.json: not the analysis schema: " + e.what());
-  }
+  nlohmann::json model = build_model(*study);
+  std::vector<Figure> figures = build_figures(*study, model);
 
   auto dir = store::AtomicDir::begin(study_dir + "/report");
   if (!dir) return dir.status();
@@ -48,6 +47,20 @@ Result<ReportResult> write_report(const std::string& study_dir, const ReportOpti
   if (st.ok()) st = dir->commit();
   if (!st.ok()) return st;
   return ReportResult{study_dir + "/report", static_cast<int64_t>(figures.size()), study->warnings};
+}
+
+}  // namespace
+
+Result<ReportResult> write_report(const std::string& study_dir, const ReportOptions& options) {
+  // The report directory is an AtomicDir: a throw leaves nothing behind.
+  const std::string what = study_dir + "/analysis/analysis.json: not the analysis schema: ";
+  try {
+    return write_report_or_throw(study_dir, options);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(what + e.what());
+  } catch (const std::logic_error& e) {
+    return Status::Error(what + e.what());
+  }
 }
 
 }  // namespace saddlescope::reports
