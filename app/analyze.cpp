@@ -36,7 +36,7 @@ class ProcessReplayer {
     auto it = done_.find(key);
     if (it == done_.end())
       it = done_.emplace(key, run_process({self_, "replay", run, "--step", std::to_string(step), "--params-from", params,
-                                           "--ops", fmt::format("ops:at={},k={},wgrad=true", step, k), "--out", out}))
+                                           "--ops", fmt::format("ops:at={},k={},wgrad=true,clamp=true", step, k), "--out", out}))
                .first;
     if (!it->second.ok()) return it->second;
     return store::read_table(out, store::kOps);

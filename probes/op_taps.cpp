@@ -83,6 +83,7 @@ Status check_op_taps(const ProbeSpec& spec, const std::vector<TapOp>& ops) {
   auto chosen = select(spec, ops);
   if (!chosen) return chosen.status();
   const int64_t k = spec.get_int("k");
+  if (spec.get_bool("clamp")) return Status::Ok();  // ops with fewer than k elements are sampled whole
   for (const auto& op : *chosen) {
     if (op.outputs > 1 && k > op.outputs)
       return Status::Error(fmt::format("probe '{}': k = {} exceeds the {} output elements of {} (at this batch size)",

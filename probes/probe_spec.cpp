@@ -35,7 +35,8 @@ const std::vector<Probe>& probes() {
       {"symmetry", {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}}},
       {"ops",
        {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},
-        {"only", Type::kNames, "", 0}, {"wgrad", Type::kBool, "true", 0}, {"seed", Type::kInt, "0", 0}}},
+        {"only", Type::kNames, "", 0}, {"wgrad", Type::kBool, "true", 0}, {"seed", Type::kInt, "0", 0},
+        {"clamp", Type::kBool, "", 0}}},  // "" (false): left out of the resolved spec, so run ids stay
   };
   return p;
 }
@@ -100,7 +101,7 @@ Result<ProbeSpec> parse_probe_spec(const std::string& text, const std::map<std::
   for (const auto& o : probe->options) {
     auto d = defaults.find(o.key);
     spec.values[o.key] = d == defaults.end() ? o.default_value : d->second;
-    SADDLESCOPE_CHECK(check(o, spec.values[o.key]).empty());
+    SADDLESCOPE_CHECK(spec.values[o.key].empty() || check(o, spec.values[o.key]).empty());  // "": unset
   }
   if (colon != std::string::npos) {
     for (const auto& item : split(text.substr(colon + 1), ',')) {

@@ -42,6 +42,18 @@ const json& field(const json& j, const char* key) {
   return j.is_object() && j.contains(key) ? j[key] : null;
 }
 
+// Whether the analysis has the planned run: by run id, or by group and seed — a run whose study leaves
+// `threads` out resolves to the cores of the machine that reads the plan, so a report made elsewhere
+// than the runs (the H200 host's 16 cores, read on a laptop) plans other run ids for the same runs.
+bool planned_run_present(const StudyData& study, const PlannedRun& p) {
+  for (const auto& r : study.runs) {
+    const json& e = r.entry;
+    if (field(e, "run_id") == p.run_id) return true;
+    if (field(e, "group") == p.group && field(e, "seed") == p.seed) return true;
+  }
+  return false;
+}
+
 template <class Row>
 void read_into(const store::RunDir& run, Result<std::vector<Row>> (store::RunDir::*reader)() const, const char* file,
                std::vector<Row>& out, std::vector<std::string>& notes) {
@@ -265,7 +277,7 @@ json setup_model(const StudyData& study) {
   }
   json not_run = json::array();
   for (const auto& p : study.plan)
-    if (!listed.count(p.run_id))
+    if (!planned_run_present(study, p))
       not_run.push_back({{"run_id", p.run_id}, {"label", p.label}, {"group", p.group}, {"seed", p.seed},
                          {"state", p.state}, {"note", p.note}});
   for (const auto& d : study.unanalysed)
@@ -476,7 +488,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
       s.warnings.push_back(fmt::format("run {} is not in the analysis: rerun `saddlescope analyze`", base_name(d)));
     }
   for (const auto& p : s.plan)
-    if (!listed.count(p.run_id) && p.state != "completed")
+    if (p.state != "completed" && !planned_run_present(s, p))
       s.warnings.push_back(fmt::format("planned run {}: {}{}", p.label, p.state, p.note.empty() ? "" : " (" + p.note + ")"));
   return s;
 }

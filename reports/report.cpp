@@ -15,7 +15,8 @@ namespace saddlescope::reports {
 namespace {
 
 // Throws what a hand-edited analysis.json makes the JSON reads throw: a field of the wrong type
-// (nlohmann::json::exception) or a missing one (std::logic_error: JSON_ASSERT, set in CMakeLists.txt).
+// (nlohmann::json::exception) or an index out of range (std::out_of_range from at()). A const read
+// of a missing key is not caught this way (nlohmann's undefined behaviour): docs/reliability.md.
 Result<ReportResult> write_report_or_throw(const std::string& study_dir, const ReportOptions& options) {
   auto study = load_study(study_dir, options);
   if (!study) return study.status();

@@ -534,7 +534,14 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
     return Status::Error(where("fault") + ": alias-target needs a loss whose backward reads its target; prednet_loss " +
                          c.prednet.loss + " is a mean of error units computed in the forward (use pixel_mse)");
   if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
-  for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
+  for (auto& text : c.probes) {
+    text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
+    // Known from the config alone, so a study's plan refuses it before any run starts.
+    if (c.model == ModelKind::kPredNet && text.rfind("symmetry", 0) == 0)
+      return Status::Error(where("probe") + ": probe '" + text +
+                           "': model prednet has no layers of units to compare (symmetry is for the autoencoder and "
+                           "the linear network)");
+  }
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (e.threads == 0) e.threads = cores;

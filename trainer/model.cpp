@@ -102,23 +102,23 @@ class PredNetModel : public Model {
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& x) override {
     PredNetOutput out = net_->forward(x);
-    torch::Tensor loss = prednet_loss(out, x, net_->options().loss);
-    if (taps_ && taps_->armed() && net_->options().loss == "pixel_mse") {
-      const int64_t later = x.size(1) - 1;  // the frames the loss scores
-      taps_->mse_loss("loss", out.prediction.narrow(1, 1, later), x.narrow(1, 1, later), loss);
-    }
+    if (net_->options().loss != "pixel_mse") return prednet_loss(out, x, net_->options().loss);
+    // pixel_mse's backward node is what the taps hook for the loss's gradient (dgrad).
+    const int64_t later = x.size(1) - 1;  // the frames the loss scores
+    torch::Tensor prediction = out.prediction.narrow(1, 1, later), frames = x.narrow(1, 1, later);
+    torch::Tensor loss = pixel_mse(prediction, frames);
+    if (taps_ && taps_->armed()) taps_->mse_loss("loss", prediction, frames, loss);
     return loss;
   }
   torch::Tensor loss_target(const torch::Tensor& x) const override {
     return net_->options().loss == "pixel_mse" ? x.narrow(1, 1, x.size(1) - 1) : torch::Tensor();
   }
-  // pixel_mse as one torch::mse_loss, whose backward reads `target` again (prednet_loss's difference
-  // does not).
+  // pixel_mse (one torch::mse_loss, whose backward reads `target` again) against `target`.
   torch::Tensor loss_against(const torch::Tensor& x, const torch::Tensor& target) override {
     SADDLESCOPE_CHECK(net_->options().loss == "pixel_mse");
     const int64_t later = x.size(1) - 1;
     torch::Tensor prediction = net_->forward(x).prediction.narrow(1, 1, later);
-    torch::Tensor loss = torch::mse_loss(prediction, target);
+    torch::Tensor loss = pixel_mse(prediction, target);
     if (taps_ && taps_->armed()) taps_->mse_loss("loss", prediction, x.narrow(1, 1, later), loss);
     return loss;
   }

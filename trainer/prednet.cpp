@@ -250,14 +250,16 @@ std::vector<double> prednet_layer_weights(const std::string& loss, int64_t layer
   return w;
 }
 
+torch::Tensor pixel_mse(const torch::Tensor& later_prediction, const torch::Tensor& later_frames) {
+  // Equal weights 1/(T-1) over t >= 1 make this the mean over those frames. torch::mse_loss, as the
+  // planted fault's loss_against runs it: the two configs then differ in the target alone.
+  return torch::mse_loss(later_prediction, later_frames);
+}
+
 torch::Tensor prednet_loss(const PredNetOutput& out, const torch::Tensor& x, const std::string& loss) {
   SADDLESCOPE_CHECK(known_loss(loss) && x.dim() == 5 && x.size(1) >= 2);
   const int64_t frames = x.size(1);
-  if (loss == "pixel_mse") {
-    // Equal weights 1/(T-1) over t >= 1 make this the mean over those frames.
-    auto d = out.prediction.narrow(1, 1, frames - 1) - x.narrow(1, 1, frames - 1);
-    return d.pow(2).mean();
-  }
+  if (loss == "pixel_mse") return pixel_mse(out.prediction.narrow(1, 1, frames - 1), x.narrow(1, 1, frames - 1));
   // Mean over t >= 1 (time weights 0, then 1/(T-1)), then the layer weights as scalars: no weight
   // tensor to build on the host and copy to the device every step.
   auto per_layer = out.errors.narrow(1, 1, frames - 1).mean(1);  // (batch, L)

@@ -339,6 +339,11 @@ TEST(OpTaps, BadSpecsAreClearErrors) {
   EXPECT_EQ(error("ops:k=10", small),
             "probe 'ops:k=10': k = 10 exceeds the 9 weight elements of conv (leave it out with only=, or wgrad=false)");
   EXPECT_EQ(error("ops:k=10,wgrad=false", small), "ok");
+  // clamp: k at most, an op with fewer elements sampled whole (the analysis's replays of any model).
+  EXPECT_EQ(error("ops:k=10,clamp=true", small), "ok");
+  EXPECT_EQ(error("ops:k=31,clamp=true", kLinearOps), "ok");
+  EXPECT_EQ(error("ops:only=nope,clamp=true", kLinearOps),
+            "probe 'ops:only=nope,clamp=true': no op is named 'nope' in this model (its ops: fc, fc.sigmoid, loss)");
   EXPECT_EQ(error("ops:only=fc+fc.relu", kLinearOps),
             "probe 'ops:only=fc+fc.relu': no op is named 'fc.relu' in this model (its ops: fc, fc.sigmoid, loss)");
   EXPECT_EQ(error("ops:only=enc*", kLinearOps),

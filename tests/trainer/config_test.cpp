@@ -348,7 +348,15 @@ TEST_F(ConfigTest, ProbesTakeTheModelsDefaults) {
   EXPECT_NE(resolved("autoencoder", "curvature").find("batch=256,every=2500,"), std::string::npos);
   EXPECT_NE(resolved("prednet", "curvature").find("batch=8,every=2500,"), std::string::npos);
   EXPECT_NE(resolved("prednet", "curvature:batch=32").find("batch=32,"), std::string::npos);
-  EXPECT_EQ(resolved("prednet", "symmetry:every=5"), "symmetry:every=5");
+  EXPECT_EQ(resolved("autoencoder", "symmetry:every=5"), "symmetry:every=5");
+  // PredNet has no unit layers: refused at resolve (a study's plan), not at each run's start.
+  ConfigBuilder b;
+  ASSERT_TRUE(b.set_flag("model", "prednet").ok());
+  ASSERT_TRUE(b.set_flag("probe", "symmetry:every=5").ok());
+  auto c = b.resolve();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "--probe: probe 'symmetry:every=5': model prednet has no layers of units to compare "
+                                  "(symmetry is for the autoencoder and the linear network)");
   EXPECT_EQ(probe_defaults(ModelKind::kLinear), (std::map<std::string, std::string>{}));
 }
 

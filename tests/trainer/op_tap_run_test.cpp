@@ -91,8 +91,10 @@ TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
   store::CsvText t = ops_csv(tapped);
   const size_t op = 1, phase = 2, call = static_cast<size_t>(t.column("call"));
   std::set<std::string> convs_with_wgrad, frames;
+  int loss_dgrad = 0;
   for (const auto& r : t.rows) {
     EXPECT_EQ(r[static_cast<size_t>(t.column("flag"))], "within") << r[op] << " " << r[phase] << " " << r[3];
+    loss_dgrad += r[op] == "loss" && r[phase] == "dgrad";
     if (r[phase] == "wgrad") {
       EXPECT_EQ(r[call], "-1") << "a weight gradient sums every frame";
       convs_with_wgrad.insert(r[op]);
@@ -104,6 +106,8 @@ TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
   EXPECT_EQ(convs_with_wgrad.size(), 2u + 3u);
   EXPECT_TRUE(convs_with_wgrad.count("l1.conv_a") && convs_with_wgrad.count("l0.lstm"));
   EXPECT_EQ(frames, (std::set<std::string>{"0", "1", "2"})) << "samples are drawn over every frame";
+  // The loss's own gradient is sampled too (the attribution's evidence for a wrong target): k per tap step.
+  EXPECT_EQ(loss_dgrad, 2 * 6);
   auto rows = store::read_table(tapped, store::kOps);
   ASSERT_TRUE(rows.ok());
   for (const auto& s : analysis::summarize_ops(*rows))

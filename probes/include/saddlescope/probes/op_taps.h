@@ -56,7 +56,8 @@ struct ConvOptions {
 
 // Checks an `ops` spec against a model's ops: every name in only= must be one of them; k may not exceed
 // an op's output elements (nor, with wgrad, its weight elements), except for a one-element op (the
-// loss), which is tapped whole. Errors name the spec, the op and the numbers. Ok when `spec` is not ops.
+// loss), which is tapped whole — or, with clamp=true, any op with fewer elements than k is sampled whole.
+// Errors name the spec, the op and the numbers. Ok when `spec` is not ops.
 Status check_op_taps(const ProbeSpec& spec, const std::vector<TapOp>& ops);
 
 class OpTaps {

@@ -134,6 +134,10 @@ std::vector<double> prednet_layer_weights(const std::string& loss, int64_t layer
 // REQUIRES: T >= 2, x the forward's input, loss valid.
 torch::Tensor prednet_loss(const PredNetOutput& out, const torch::Tensor& x, const std::string& loss);
 
+// pixel_mse on frames 1..T-1 already cut out: mean((Â_0 - x)^2) as one torch::mse_loss, whose backward
+// node the op taps hook for the loss's gradient (dgrad) — the same op the planted fault's loss runs.
+torch::Tensor pixel_mse(const torch::Tensor& later_prediction, const torch::Tensor& later_frames);
+
 // Held-out evaluation, per frame t = 1 .. T-1 (entry t-1), each a mean over batch and pixels.
 struct FrameScores {
   std::vector<double> model_mse;     // mean((Â_0(t) - x_t)^2)
