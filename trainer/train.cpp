@@ -304,6 +304,9 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     if (previous->extra.contains("study")) manifest.extra["study"] = previous->extra["study"];
   }
   if (!options.study.is_null()) manifest.extra["study"] = options.study;
+  // Signals are caught from before the manifest says "running": a SIGINT between the two (a study's
+  // Ctrl-C reaching a run that has just started) used to kill the process and leave the run stale.
+  StopSignals signals;
   RunRecord record(dir, std::move(manifest));
   SADDLESCOPE_RETURN_IF_ERROR(record.start());
   index_run(cfg.out, dir);  // listed as running while it runs
@@ -325,7 +328,6 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   result.eval_split = data->eval_split;
   Status status;
   {
-    StopSignals signals;
     Loop loop{cfg, *data, *model, perturb, *probe_set, **taps, record, options, std::move(checkpoint), std::move(kept_metrics),
               probe_asked};
     try {
