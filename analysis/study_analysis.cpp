@@ -74,13 +74,19 @@ std::vector<std::string> run_names(const std::string& study_dir) {
 
 std::string config_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// The run's study table name (manifest study.config or study.model); "" outside a study.
+std::string study_table(const store::RunManifest& m, const char* key) {
+  auto it = m.extra.find("study");
+  if (it != m.extra.end() && it->is_object() && it->contains(key) && (*it)[key].is_string())
+    return (*it)[key].get<std::string>();
+  return "";
+}
+
 // The group a run belongs to.
 Result<std::string> group_of(const store::RunManifest& m, const std::vector<std::string>& keys) {
   if (keys.empty()) {
-    auto it = m.extra.find("study");
-    if (it != m.extra.end() && it->is_object() && it->contains("config") && (*it)["config"].is_string())
-      return (*it)["config"].get<std::string>();
-    return m.config_key;
+    std::string config = study_table(m, "config");
+    return config.empty() ? m.config_key : config;
   }
   std::string name;
   for (const auto& k : keys) {
@@ -152,9 +158,7 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
     return r;
   }
   r.group = *group;
-  auto study = m.extra.find("study");
-  if (study != m.extra.end() && study->is_object() && study->contains("model") && (*study)["model"].is_string())
-    r.model = (*study)["model"].get<std::string>();
+  r.model = study_table(m, "model");
   if (dir->state() != store::RunStatus::kCompleted && dir->state() != store::RunStatus::kDiverged) {
     r.skipped = "status " + r.status + (m.error.empty() ? "" : ": " + m.error);
     return r;

@@ -263,10 +263,8 @@ json setup_model(const StudyData& study) {
   }
   // The matrix: every run the analysis lists and every planned run it does not.
   json runs = json::array();
-  std::set<std::string> listed;
   for (const auto& r : study.runs) {
     const json& e = r.entry;
-    listed.insert(field(e, "run_id").is_string() ? e["run_id"].get<std::string>() : "");
     std::string note = field(e, "skipped").is_string() ? e["skipped"].get<std::string>() : "";
     if (r.manifest && !r.manifest->error.empty()) note = r.manifest->error;
     if (r.newer_than_analysis) note += std::string(note.empty() ? "" : "; ") + "changed after the analysis";

@@ -2,7 +2,6 @@
 #include "saddlescope/reports/report.h"
 
 #include <filesystem>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -14,9 +13,9 @@ namespace saddlescope::reports {
 
 namespace {
 
-// Throws what a hand-edited analysis.json makes the JSON reads throw: a field of the wrong type
-// (nlohmann::json::exception) or an index out of range (std::out_of_range from at()). A const read
-// of a missing key is not caught this way (nlohmann's undefined behaviour): docs/reliability.md.
+// Throws what a hand-edited analysis.json makes the JSON reads throw: nlohmann::json::exception for a
+// field of the wrong type. A const read of a missing key is not caught this way (nlohmann's undefined
+// behaviour): docs/reliability.md.
 Result<ReportResult> write_report_or_throw(const std::string& study_dir, const ReportOptions& options) {
   auto study = load_study(study_dir, options);
   if (!study) return study.status();
@@ -58,8 +57,6 @@ Result<ReportResult> write_report(const std::string& study_dir, const ReportOpti
   try {
     return write_report_or_throw(study_dir, options);
   } catch (const nlohmann::json::exception& e) {
-    return Status::Error(what + e.what());
-  } catch (const std::logic_error& e) {
     return Status::Error(what + e.what());
   }
 }
