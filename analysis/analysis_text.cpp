@@ -114,7 +114,7 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) 
                                                         "growth.n", "growth.r2", "error"})},
       {"attribution.csv", table(items(a["attribution"]), {"a", "b", "seed", "run_a", "run_b", "verdict", "step", "op",
                                                           "phase", "config", "evidence", "reason"})},
-      {"theory.csv", table(items(a["theory"]["points"]), {"run_id", "entry_step", "predicted", "observed"})},
+      {"theory.csv", table(items(a["theory"]["points"]), {"run_id", "entry_step", "predicted", "observed", "optimizer", "exit_rule"})},
   };
 }
 
@@ -158,6 +158,9 @@ std::string analysis_verdict(const json& a) {
   if (t["n"].get<int64_t>() > 0)
     out += fmt::format("theory: observed ≈ {} + {} × predicted escape steps, R² {}, n {}\n", g(t["intercept"]),
                        g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>());
+  for (const auto& [optimizer, d] : t["departures"].items())
+    out += fmt::format("theory, {} (not fitted): observed / predicted median {} [{}, {}], n {}\n", optimizer,
+                       g(d["median_observed_over_predicted"]), g(d["min"]), g(d["max"]), d["n"].get<int64_t>());
   return out;
 }
 

@@ -340,7 +340,8 @@ std::optional<Figure> theory_figure(const StudyData& s) {
       all.push_back(p["observed"].is_number() ? p["observed"].get<double>() : NAN);
       ++n;
     }
-  // Escaped episodes outside the fit (Adam): shown, not fitted.
+  // Escaped episodes outside the fit (other optimisers; SGD episodes closed by the curvature rule):
+  // shown, not fitted.
   for (const auto& r : s.runs) {
     if (!analysed(r) || !r.entry.value("episodes", json()).is_array()) continue;
     for (const auto& e : r.entry["episodes"]) {
@@ -361,7 +362,8 @@ std::optional<Figure> theory_figure(const StudyData& s) {
   const bool fit = th.is_object() && th.value("slope", json()).is_number() && th.value("intercept", json()).is_number();
   f.caption = "Each point is an escaped saddle episode: the escape time ln(R/r₀)/ln(1 + η|λmin|) predicted from the "
               "measured λmin, η and r₀ at entry, against the observed one. Filled: SGD runs, in the least-squares fit "
-              "(solid line); open: other optimisers, not fitted. Dashed: observed = predicted.";
+              "(solid line); open: not fitted — other optimisers, and SGD episodes closed by the curvature rule rather "
+              "than a loss drop. Dashed: observed = predicted.";
   f.data = {{"", csv.body}};
   std::string cmds = "set xlabel 'predicted escape time (optimiser steps)'\nset ylabel 'observed escape time (optimiser steps)'\n"
                      "set key inside top left vertical\n";
@@ -373,7 +375,7 @@ std::optional<Figure> theory_figure(const StudyData& s) {
                                               show(th["slope"]), show(th["r2"]), show(th["n"]))));
   if (n > static_cast<int>(fitted.size()) || fitted.empty())
     cmds += ", \\\n  ARG3 using 'predicted':(column('in_fit')==0 ? column('observed') : NaN) with points lt 3 pt 6 "
-            "ps 1.2 title 'other optimisers (not fitted)'";
+            "ps 1.2 title 'not fitted (other optimisers; curvature exits)'";
   if (!fitted.empty())
     cmds += ", \\\n  ARG3 using 'predicted':(column('in_fit')==1 ? column('observed') : NaN) with points lt 2 pt 7 "
             "ps 1.2 title 'SGD (fitted)'";

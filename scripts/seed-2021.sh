@@ -8,17 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?usage: scripts/seed-2021.sh autoencoder|prednet [LIMIT_S]}
-limit=${2:-0}
 case $part in autoencoder|prednet) ;; *) echo "seed-2021.sh: part must be autoencoder or prednet, got '$part'" >&2; exit 2;; esac
-s=${SADDLESCOPE:-./build/saddlescope}
-study=seed-2021-$part
-rc=0
-if [ "$limit" -gt 0 ]; then
-  timeout -s INT "$limit" "$s" study run "studies/$study.toml" --per-gpu 8 || rc=$?
-else
-  "$s" study run "studies/$study.toml" --per-gpu 8 || rc=$?
-fi
-echo "study run: exit status $rc"
-"$s" study status "runs/$study"
-"$s" analyze "runs/$study" --baseline cpu-t1
-if command -v gnuplot >/dev/null; then "$s" report "runs/$study"; fi
+exec scripts/study-piece.sh "studies/seed-2021-$part.toml" "${2:-0}" cpu-t1

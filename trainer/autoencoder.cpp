@@ -20,7 +20,9 @@ class Stack : public torch::nn::Module {
 
 }  // namespace
 
-AutoencoderImpl::AutoencoderImpl(int64_t features, const std::vector<int64_t>& hidden) {
+AutoencoderImpl::AutoencoderImpl(int64_t features, const std::vector<int64_t>& hidden, const std::string& fc1_kernel)
+    : bag_(fc1_kernel == "index_add") {
+  SADDLESCOPE_CHECK(fc1_kernel == "matmul" || fc1_kernel == "index_add");
   std::vector<int64_t> widths = {features};
   widths.insert(widths.end(), hidden.begin(), hidden.end());
   std::vector<int64_t> back(widths.rbegin(), widths.rend());
@@ -40,7 +42,7 @@ torch::Tensor AutoencoderImpl::forward(torch::Tensor x) {
   const size_t n = encoder_.size() + decoder_.size();
   for (size_t i = 0; i < n; ++i) {
     torch::nn::Linear& layer = i < encoder_.size() ? encoder_[i] : decoder_[i - encoder_.size()];
-    torch::Tensor y = layer->forward(x);
+    torch::Tensor y = i == 0 && bag_ ? bag(x, layer) : layer->forward(x);
     torch::Tensor a = i + 1 < n ? torch::relu(y) : torch::sigmoid(y);
     if (tap) {
       taps_->linear(names_[i], x, layer->weight, layer->bias, y);
@@ -49,6 +51,18 @@ torch::Tensor AutoencoderImpl::forward(torch::Tensor x) {
     x = a;
   }
   return x;
+}
+
+torch::Tensor AutoencoderImpl::bag(const torch::Tensor& x, const torch::nn::Linear& layer) {
+  const int64_t batch = x.size(0), in = x.size(1);
+  // Built once per batch size (before any CUDA-graph capture: the first step runs eagerly).
+  if (!example_.defined() || example_.size(0) != batch * in || example_.device() != x.device()) {
+    auto longs = torch::TensorOptions().dtype(torch::kLong).device(x.device());
+    example_ = torch::arange(batch, longs).repeat_interleave(in);
+    column_ = torch::arange(in, longs).repeat({batch});
+  }
+  torch::Tensor terms = layer->weight.t().index_select(0, column_) * x.reshape({-1, 1});  // (batch·in, out)
+  return torch::zeros({batch, layer->weight.size(0)}, x.options()).index_add(0, example_, terms) + layer->bias;
 }
 
 void AutoencoderImpl::reset_parameters(at::Generator& gen) {
@@ -65,18 +79,6 @@ std::vector<torch::nn::Linear> AutoencoderImpl::layers() const {
   std::vector<torch::nn::Linear> all = encoder_;
   all.insert(all.end(), decoder_.begin(), decoder_.end());
   return all;
-}
-
-void AutoencoderImpl::duplicate_hidden_units() {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::nn::Linear> layers = this->layers();
-  for (size_t i = 0; i + 1 < layers.size(); ++i) {
-    auto& w = layers[i]->weight;  // (units, in)
-    w.copy_(w[0].unsqueeze(0).expand_as(w));
-    layers[i]->bias.fill_(layers[i]->bias[0].item<double>());
-    auto& next = layers[i + 1]->weight;  // (next_units, units): unit j's outgoing weights are column j
-    next.copy_(next.select(1, 0).unsqueeze(1).expand_as(next));
-  }
 }
 
 std::vector<probes::TapOp> AutoencoderImpl::tap_ops(int64_t batch) const {

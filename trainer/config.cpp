@@ -191,6 +191,36 @@ const std::vector<Key>& keys() {
        "permutation-symmetric saddle) or zero",
        [](RunConfig& c, const Value& v) { c.init = v.s; return one_of(v.s, {"default", "duplicate", "zero"}); },
        FIELD(init)},
+      {"duplicate_layers", Kind::kStringList,
+       "init duplicate: the layers whose units are copied, as the symmetry probe names them (encoder.fc1, "
+       "l1.r, fc1); default: every layer with outgoing weights",
+       [](RunConfig& c, const Value& v) -> std::string {
+         c.duplicate_layers = v.strings;
+         for (size_t i = 0; i < v.strings.size(); ++i) {
+           if (v.strings[i].empty()) return "layer names must not be empty";
+           for (size_t j = 0; j < i; ++j)
+             if (v.strings[j] == v.strings[i]) return "layer '" + v.strings[i] + "' is listed twice";
+         }
+         return "";
+       }, FIELD(duplicate_layers)},
+      {"duplicate_units", Kind::kIntList,
+       "init duplicate: the units made copies of the first one listed, e.g. 0,64 (the pair in two GEMM tiles); "
+       "default: every unit of the layer copies unit 0",
+       [](RunConfig& c, const Value& v) -> std::string {
+         c.duplicate_units = v.list;
+         if (v.list.size() == 1) return "must list at least two units (the first is copied into the others)";
+         for (size_t i = 0; i < v.list.size(); ++i) {
+           if (v.list[i] < 0) return fmt::format("units must be >= 0, got {}", v.list[i]);
+           for (size_t j = 0; j < i; ++j)
+             if (v.list[j] == v.list[i]) return fmt::format("unit {} is listed twice", v.list[i]);
+         }
+         return "";
+       }, FIELD(duplicate_units)},
+      {"fc1_kernel", Kind::kString,
+       "autoencoder: how encoder.fc1 is computed: matmul (one GEMM) or index_add (each term x_p*W[:,p] gathered "
+       "and scatter-added per example, an embedding bag: atomic adds on CUDA, in the order the threads run)",
+       [](RunConfig& c, const Value& v) { c.fc1_kernel = v.s; return one_of(v.s, {"matmul", "index_add"}); },
+       FIELD(fc1_kernel)},
       {"init_scale", Kind::kDouble,
        "multiplies every seeded initial parameter (1e-3: a small initialisation, near the saddle at 0)",
        [](RunConfig& c, const Value& v) { c.init_scale = v.d; return positive_float32(v.d); }, FIELD(init_scale)},
@@ -534,14 +564,15 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
     return Status::Error(where("fault") + ": alias-target needs a loss whose backward reads its target; prednet_loss " +
                          c.prednet.loss + " is a mean of error units computed in the forward (use pixel_mse)");
   if (c.data == "teacher") SADDLESCOPE_RETURN_IF_ERROR(check_teacher(c.teacher));
-  for (auto& text : c.probes) {
-    text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
-    // Known from the config alone, so a study's plan refuses it before any run starts.
-    if (c.model == ModelKind::kPredNet && text.rfind("symmetry", 0) == 0)
-      return Status::Error(where("probe") + ": probe '" + text +
-                           "': model prednet has no layers of units to compare (symmetry is for the autoencoder and "
-                           "the linear network)");
+  if (c.init != "duplicate") {
+    const std::string set = !c.duplicate_layers.empty() ? "duplicate_layers" : !c.duplicate_units.empty() ? "duplicate_units" : "";
+    if (!set.empty())
+      return Status::Error(where(set) + ": " + set + " applies to init duplicate only (init is " + c.init + ")");
   }
+  if (c.fc1_kernel != "matmul" && c.model != ModelKind::kAutoencoder)
+    return Status::Error(where("fc1_kernel") + ": fc1_kernel applies to model autoencoder only (model is " +
+                         model_name(c.model) + ")");
+  for (auto& text : c.probes) text = probes::parse_probe_spec(text, probe_defaults(c.model))->resolved();
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (e.threads == 0) e.threads = cores;

@@ -23,7 +23,7 @@ Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset
   if (!model) return model.status();
   torch::nn::Module& m = (*model)->module();
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.seed));
-  SADDLESCOPE_RETURN_IF_ERROR((*model)->initialise(gen, cfg.init));
+  SADDLESCOPE_RETURN_IF_ERROR((*model)->initialise(gen, cfg.init, {cfg.duplicate_layers, cfg.duplicate_units}));
   // Drawn in float32 and widened exactly, so a float64 run starts from the float32 run's values: the
   // trajectory-level high-precision reference differs only in the arithmetic that follows.
   m.to(dtype_of(cfg));

@@ -1,6 +1,9 @@
 #include "saddlescope/trainer/model.h"
 
+#include <algorithm>
 #include <optional>
+
+#include <fmt/format.h>
 
 #include <torch/torch.h>
 
@@ -14,15 +17,48 @@
 
 namespace saddlescope::trainer {
 
-Status Model::initialise(at::Generator& gen, const std::string& init) {
+Status Model::initialise(at::Generator& gen, const std::string& init, const Duplication& duplication) {
   reset_parameters(gen);
-  if (init == "duplicate") SADDLESCOPE_RETURN_IF_ERROR(duplicate_hidden_units());
   torch::NoGradGuard no_grad;
+  if (init == "duplicate") SADDLESCOPE_RETURN_IF_ERROR(duplicate(duplication));
   for (auto& p : module().parameters()) {
     if (init == "zero") p.zero_();
     else if (init_scale_ != 1) p.mul_(init_scale_);
   }
   return Status::Ok();
+}
+
+Status Model::duplicate(const Duplication& d) {
+  const std::vector<probes::LayerUnits> layers = unit_layers();
+  std::string names;
+  for (const auto& l : layers) names += (names.empty() ? "" : ", ") + l.name;
+  for (const auto& name : d.layers)
+    if (std::none_of(layers.begin(), layers.end(), [&](const probes::LayerUnits& l) { return l.name == name; }))
+      return Status::Error("duplicate_layers: this model has no layer '" + name + "' (its layers: " + names + ")");
+  for (const auto& layer : layers) {
+    const bool chosen = d.layers.empty() ? layer.outgoing.defined()
+                                         : std::find(d.layers.begin(), d.layers.end(), layer.name) != d.layers.end();
+    if (!chosen) continue;
+    const int64_t n = layer.incoming.size(0);
+    std::vector<int64_t> units = d.units;
+    if (units.empty())
+      for (int64_t u = 0; u < n; ++u) units.push_back(u);
+    for (int64_t u : units)
+      if (u >= n)
+        return Status::Error(fmt::format("duplicate_units: unit {} does not exist in layer {} of {} units", u,
+                                         layer.name, n));
+    if (units.size() >= 2) duplicate_units(layer, units);
+  }
+  return Status::Ok();
+}
+
+void Model::duplicate_units(const probes::LayerUnits& layer, const std::vector<int64_t>& units) {
+  const int64_t first = units[0];
+  for (const at::Tensor* part : {&layer.incoming, &layer.bias})
+    if (part->defined())
+      for (size_t k = 1; k < units.size(); ++k) part->select(0, units[k]).copy_(part->select(0, first));
+  if (layer.outgoing.defined())  // unit j's outgoing weights: index j of dim 1
+    for (size_t k = 1; k < units.size(); ++k) layer.outgoing.select(1, units[k]).copy_(layer.outgoing.select(1, first));
 }
 
 torch::Tensor Model::loss_against(const torch::Tensor&, const torch::Tensor&) {
@@ -40,8 +76,9 @@ std::shared_ptr<Model> as_float64(std::shared_ptr<Model> m, torch::Device device
 
 class AutoencoderModel : public Model {
  public:
-  AutoencoderModel(int64_t features, std::vector<int64_t> hidden, double init_scale = 1)
-      : Model(init_scale), features_(features), hidden_(std::move(hidden)), net_(features_, hidden_) {}
+  AutoencoderModel(int64_t features, std::vector<int64_t> hidden, std::string fc1_kernel, double init_scale = 1)
+      : Model(init_scale), features_(features), hidden_(std::move(hidden)), fc1_kernel_(std::move(fc1_kernel)),
+        net_(features_, hidden_, fc1_kernel_) {}
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& x) override { return loss_against(x, x); }
@@ -69,15 +106,11 @@ class AutoencoderModel : public Model {
 
   std::vector<probes::LayerUnits> unit_layers() const override { return net_->unit_layers(); }
   std::shared_ptr<Model> float64_copy(torch::Device device) const override {
-    return as_float64(std::make_shared<AutoencoderModel>(features_, hidden_), device);
+    return as_float64(std::make_shared<AutoencoderModel>(features_, hidden_, fc1_kernel_), device);
   }
 
  protected:
   void reset_parameters(at::Generator& gen) override { net_->reset_parameters(gen); }
-  Status duplicate_hidden_units() override {
-    net_->duplicate_hidden_units();
-    return Status::Ok();
-  }
   std::vector<probes::TapOp> tap_ops(int64_t batch) const override {
     std::vector<probes::TapOp> ops = net_->tap_ops(batch);
     ops.push_back({"loss", "mse_loss", 1, 0, 1});
@@ -91,6 +124,7 @@ class AutoencoderModel : public Model {
  private:
   int64_t features_;
   std::vector<int64_t> hidden_;
+  std::string fc1_kernel_;
   Autoencoder net_;
   std::shared_ptr<probes::OpTaps> taps_;
 };
@@ -145,6 +179,7 @@ class PredNetModel : public Model {
   std::shared_ptr<Model> float64_copy(torch::Device device) const override {
     return as_float64(std::make_shared<PredNetModel>(net_->options()), device);
   }
+  std::vector<probes::LayerUnits> unit_layers() const override { return net_->unit_layers(); }
   // The L0 and Lall losses are weighted means of error units, not an op of reference/: only pixel_mse is
   // tapped as "loss".
   std::vector<probes::TapOp> tap_ops(int64_t batch) const override {
@@ -159,6 +194,10 @@ class PredNetModel : public Model {
 
  protected:
   void reset_parameters(at::Generator& gen) override { net_->reset_parameters(gen); }
+  // unit_layers() are copies: the channels are copied in the gates and their readers themselves.
+  void duplicate_units(const probes::LayerUnits& layer, const std::vector<int64_t>& units) override {
+    net_->duplicate_channels(std::stoll(layer.name.substr(1)), units);  // "l<l>.r"
+  }
 
  private:
   PredNet net_;
@@ -212,7 +251,7 @@ Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& 
   }
   if (cfg.model == ModelKind::kAutoencoder) {
     if (shape.size() != 1) return Status::Error("model autoencoder needs examples of features, not sequences (data " + cfg.data + ")");
-    return std::shared_ptr<Model>(std::make_shared<AutoencoderModel>(shape[0], cfg.hidden, cfg.init_scale));
+    return std::shared_ptr<Model>(std::make_shared<AutoencoderModel>(shape[0], cfg.hidden, cfg.fc1_kernel, cfg.init_scale));
   }
   if (shape.size() != 4) return Status::Error("model prednet needs frame sequences (data moving-mnist), not " + cfg.data);
   PredNetOptions o;

@@ -93,6 +93,50 @@ PredNetImpl::PredNetImpl(const PredNetOptions& options) : options_(options) {
   }
 }
 
+std::vector<torch::Tensor> PredNetImpl::readers_of_r(int64_t l) const {
+  const auto& a = options_.stack_sizes;
+  const auto& r = options_.r_stack_sizes;
+  std::vector<torch::Tensor> readers;
+  const Layer& L = layers_[l];
+  for (const auto* g : {&L.i, &L.f, &L.o, &L.c}) readers.push_back((*g)->weight.narrow(1, 2 * a[l], r[l]));
+  readers.push_back(L.conv_ahat->weight);
+  if (l > 0) {
+    const Layer& below = layers_[l - 1];
+    for (const auto* g : {&below.i, &below.f, &below.o, &below.c})
+      readers.push_back((*g)->weight.narrow(1, 2 * a[l - 1] + r[l - 1], r[l]));
+  }
+  return readers;
+}
+
+std::vector<probes::LayerUnits> PredNetImpl::unit_layers() const {
+  std::vector<probes::LayerUnits> units;
+  for (int64_t l = 0; l < layers(); ++l) {
+    const int64_t channels = options_.r_stack_sizes[l];
+    if (channels < 2) continue;
+    const Layer& L = layers_[l];
+    std::vector<torch::Tensor> in, out;
+    for (const auto* g : {&L.i, &L.f, &L.o, &L.c}) {
+      in.push_back((*g)->weight.detach().reshape({channels, -1}));
+      in.push_back((*g)->bias.detach().reshape({channels, 1}));
+    }
+    for (const auto& w : readers_of_r(l)) out.push_back(w.detach().transpose(0, 1).reshape({channels, -1}));
+    units.push_back({"l" + std::to_string(l) + ".r", torch::cat(in, 1), at::Tensor(), torch::cat(out, 1).t()});
+  }
+  return units;
+}
+
+void PredNetImpl::duplicate_channels(int64_t l, const std::vector<int64_t>& channels) {
+  const Layer& L = layers_[l];
+  const int64_t first = channels[0];
+  for (const auto* g : {&L.i, &L.f, &L.o, &L.c})
+    for (size_t k = 1; k < channels.size(); ++k) {
+      (*g)->weight[channels[k]].copy_((*g)->weight[first]);
+      (*g)->bias[channels[k]].copy_((*g)->bias[first]);
+    }
+  for (const auto& w : readers_of_r(l))
+    for (size_t k = 1; k < channels.size(); ++k) w.select(1, channels[k]).copy_(w.select(1, first));
+}
+
 void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const {
   if (tap_) tap_("l" + std::to_string(l) + "." + what, t, v);
 }

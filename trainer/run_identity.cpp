@@ -28,6 +28,9 @@ std::string RunConfig::identity() const {
   if (optimizer == "adam") j.erase("optimizer");
   if (momentum == 0) j.erase("momentum");
   if (fault == "none") j.erase("fault");
+  if (duplicate_layers.empty()) j.erase("duplicate_layers");
+  if (duplicate_units.empty()) j.erase("duplicate_units");
+  if (fc1_kernel == "matmul") j.erase("fc1_kernel");
   return j.dump();  // nlohmann orders object keys: canonical
 }
 
@@ -50,6 +53,7 @@ std::string RunConfig::run_prefix() const {
   if (e.dtype == Dtype::kFloat64) p += "-f64";
   if (perturbation.kind != "none") p += "-" + perturbation.kind;
   if (init != "default") p += "-init." + init;
+  if (fc1_kernel != "matmul") p += "-fc1." + fc1_kernel;
   if (optimizer != "adam") p += "-" + optimizer;
   if (fault != "none") p += "-fault." + fault;
   return fmt::format("{}-t{}-s{}", p, e.threads, seed);

@@ -355,11 +355,18 @@ TEST(StudyAnalysis, TheTheoryFitsSgdEpisodes) {
     p.optimizer = "sgd";
     add_planted(dir.path(), p);
   }
+  add_planted(dir.path(), PlantedRun{"adam", 0, 70});  // measured against the prediction, not fitted
   auto a = analyze_study(dir.path(), fast());
   ASSERT_TRUE(a.ok()) << a.status().message();
   const json& t = (*a)["theory"];
   EXPECT_EQ(t["n"], 4);
   ASSERT_EQ(t["points"].size(), 4u);
+  EXPECT_EQ(t["points"][0]["exit_rule"], "loss");
+  ASSERT_EQ(t["not_fitted"].size(), 1u);
+  EXPECT_EQ(t["not_fitted"][0]["optimizer"], "adam");
+  ASSERT_EQ(t["departures"]["adam"]["n"], 1);
+  EXPECT_DOUBLE_EQ(t["departures"]["adam"]["median_observed_over_predicted"].get<double>(),
+                   t["not_fitted"][0]["observed"].get<double>() / t["not_fitted"][0]["predicted"].get<double>());
   // Every episode has the same λmin, η and g·v_min, hence one prediction: no fit (every x equal).
   EXPECT_TRUE(t["slope"].is_null());
   EXPECT_FALSE(t["note"].is_null());

@@ -349,14 +349,7 @@ TEST_F(ConfigTest, ProbesTakeTheModelsDefaults) {
   EXPECT_NE(resolved("prednet", "curvature").find("batch=8,every=2500,"), std::string::npos);
   EXPECT_NE(resolved("prednet", "curvature:batch=32").find("batch=32,"), std::string::npos);
   EXPECT_EQ(resolved("autoencoder", "symmetry:every=5"), "symmetry:every=5");
-  // PredNet has no unit layers: refused at resolve (a study's plan), not at each run's start.
-  ConfigBuilder b;
-  ASSERT_TRUE(b.set_flag("model", "prednet").ok());
-  ASSERT_TRUE(b.set_flag("probe", "symmetry:every=5").ok());
-  auto c = b.resolve();
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(), "--probe: probe 'symmetry:every=5': model prednet has no layers of units to compare "
-                                  "(symmetry is for the autoencoder and the linear network)");
+  EXPECT_EQ(resolved("prednet", "symmetry:every=5"), "symmetry:every=5");  // its R channels (l<l>.r)
   EXPECT_EQ(probe_defaults(ModelKind::kLinear), (std::map<std::string, std::string>{}));
 }
 
@@ -482,6 +475,46 @@ TEST_F(ConfigTest, IdentityIgnoresWhereOutputGoes) {
   EXPECT_EQ(a.resolve()->identity(), b.resolve()->identity());
   ASSERT_TRUE(b.set_flag("lr", "0.002").ok());
   EXPECT_NE(a.resolve()->identity(), b.resolve()->identity());
+}
+
+// Which units init duplicate copies, and the keys that only make sense with it.
+TEST(ConfigDuplicate, UnitsLayersAndTheFc1KernelAreCheckedWhereTheyAreSet) {
+  auto error = [](std::vector<std::pair<std::string, std::string>> flags) {
+    ConfigBuilder b;
+    for (auto& [k, v] : flags) {
+      Status s = b.set_flag(k, v);
+      if (!s.ok()) return s.message();
+    }
+    auto c = b.resolve();
+    return c.ok() ? std::string("ok") : c.status().message();
+  };
+  EXPECT_EQ(error({{"init", "duplicate"}, {"duplicate_units", "0,64"}, {"duplicate_layers", "encoder.fc1"}}), "ok");
+  EXPECT_EQ(error({{"duplicate_units", "3"}}),
+            "--duplicate-units: must list at least two units (the first is copied into the others)");
+  EXPECT_EQ(error({{"duplicate_units", "0,-1"}}), "--duplicate-units: units must be >= 0, got -1");
+  EXPECT_EQ(error({{"duplicate_units", "0,5,5"}}), "--duplicate-units: unit 5 is listed twice");
+  EXPECT_EQ(error({{"duplicate_layers", "fc1"}, {"duplicate_layers", "fc1"}}),
+            "--duplicate-layers: layer 'fc1' is listed twice");
+  EXPECT_EQ(error({{"duplicate_units", "0,1"}}),
+            "--duplicate-units: duplicate_units applies to init duplicate only (init is default)");
+  EXPECT_EQ(error({{"init", "zero"}, {"duplicate_layers", "fc1"}}),
+            "--duplicate-layers: duplicate_layers applies to init duplicate only (init is zero)");
+  EXPECT_EQ(error({{"fc1_kernel", "atomic"}}), "--fc1-kernel: must be one of matmul, index_add, got 'atomic'");
+  EXPECT_EQ(error({{"model", "linear"}, {"data", "teacher"}, {"fc1_kernel", "index_add"}}),
+            "--fc1-kernel: fc1_kernel applies to model autoencoder only (model is linear)");
+}
+
+TEST(ConfigDuplicate, NewKeysAtTheirDefaultsLeaveRunIdsAsTheyWere) {
+  ConfigBuilder b;
+  ASSERT_TRUE(b.set_flag("init", "duplicate").ok());
+  RunConfig plain = *b.resolve();
+  ASSERT_TRUE(b.set_flag("duplicate_units", "0,1").ok());
+  RunConfig pair = *b.resolve();
+  EXPECT_EQ(plain.identity().find("duplicate"), plain.identity().find("\"init\":\"duplicate\""));
+  EXPECT_EQ(plain.identity().find("fc1_kernel"), std::string::npos);
+  EXPECT_NE(plain.identity(), pair.identity());
+  ASSERT_TRUE(b.set_flag("fc1_kernel", "index_add").ok());
+  EXPECT_NE(b.resolve()->run_prefix().find("-init.duplicate-fc1.index_add-"), std::string::npos);
 }
 
 }  // namespace

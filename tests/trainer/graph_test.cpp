@@ -131,6 +131,40 @@ TEST(CudaGraph, AliasTargetKeepsTheLossAndChangesTheGradientOnCuda) {
   }
 }
 
+// The embedding-bag encoder.fc1 (index_add: atomic adds unless deterministic) is captured and replayed
+// like the GEMM: with deterministic algorithms the replays give the eager bits; without, the run works
+// (its bits may differ run to run: that is what it is for). Duplicated PredNet channels under graphs too.
+TEST(CudaGraph, IndexAddFc1AndDuplicatedChannelsReplayAsEager) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  testing::TempDir dir;
+  auto autoencoder = [&](const std::string& out, bool graph, const std::string& deterministic) {
+    ConfigBuilder b;
+    for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"data", "npy:" + testing::write_pixels(dir)}, {"hidden", "16,4"}, {"steps", "12"}, {"batch_size", "4"},
+             {"device", "cuda"}, {"log_every", "4"}, {"snapshot_every", "4"}, {"fc1_kernel", "index_add"},
+             {"init", "duplicate"}, {"deterministic", deterministic}, {"cuda_graph", graph ? "true" : "false"},
+             {"out", dir.file(out)}})
+      EXPECT_TRUE(b.set_flag(k, v).ok()) << k;
+    auto cfg = b.resolve();
+    EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+    auto r = train(*cfg, {false, nullptr});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->run_dir : std::string();
+  };
+  expect_same_results(autoencoder("eager", false, "strict"), autoencoder("graph", true, "strict"));
+  EXPECT_FALSE(autoencoder("racing", true, "off").empty());
+  for (const char* det : {"off", "strict"}) {
+    SCOPED_TRACE(det);
+    auto flags = std::vector<std::pair<std::string, std::string>>{
+        {"init", "duplicate"}, {"duplicate_layers", "l2.r"}, {"duplicate_units", "0,3"}, {"deterministic", det}};
+    auto eager = train(tiny_prednet(dir, std::string("pe-") + det, false, "none", flags), {false, nullptr});
+    auto graph = train(tiny_prednet(dir, std::string("pg-") + det, true, "none", flags), {false, nullptr});
+    ASSERT_TRUE(eager.ok()) << eager.status().message();
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    if (std::string(det) == "strict") expect_same_results(eager->run_dir, graph->run_dir);
+  }
+}
+
 TEST(CudaGraph, WarmsUpCapturesOnceThenReplays) {
   if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
   torch::Tensor count = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));

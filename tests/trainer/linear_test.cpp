@@ -276,7 +276,11 @@ TEST(LinearNetwork, NpyPairsTrainAndBadPairsAreNamed) {
   EXPECT_EQ(error(autoencoder), "data teacher holds input-target pairs for model linear, not autoencoder");
   RunConfig duplicate = cfg;
   duplicate.init = "duplicate";
-  EXPECT_EQ(error(duplicate), "init duplicate is defined for the autoencoder only");
+  duplicate.duplicate_layers = {"fc9"};
+  EXPECT_EQ(error(duplicate), "duplicate_layers: this model has no layer 'fc9' (its layers: fc1, fc2)");
+  duplicate.duplicate_layers = {"fc1"};
+  duplicate.duplicate_units = {0, 4};
+  EXPECT_EQ(error(duplicate), "duplicate_units: unit 4 does not exist in layer fc1 of 2 units");
 
   ASSERT_TRUE(store::write_npy(dir.file("short.npy"), store::Dtype::kFloat64, {255, 8}, y.data_ptr<double>()).ok());
   RunConfig short_y = cfg;

@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "saddlescope/probes/probe_spec.h"
+#include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/store/schema.h"
+#include "saddlescope/store/table.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/train.h"
@@ -79,16 +82,47 @@ TEST(PredNetRun, MismatchedModelAndDataAreRefused) {
   expect_error(ae, "model autoencoder needs examples of features, not sequences");
   RunConfig dup = tiny(dir);
   dup.init = "duplicate";
-  expect_error(dup, "init duplicate is defined for the autoencoder only");
-  RunConfig sym = tiny(dir);
-  sym.probes = {probes::parse_probe_spec("symmetry")->resolved()};
-  expect_error(sym, "probe 'symmetry': model prednet has no layers of units to compare");
+  dup.duplicate_layers = {"l0.r"};  // one channel: not a layer of units
+  expect_error(dup, "duplicate_layers: this model has no layer 'l0.r' (its layers: l1.r, l2.r)");
+  dup.duplicate_layers = {"l1.r"};
+  dup.duplicate_units = {0, 2};
+  expect_error(dup, "duplicate_units: unit 2 does not exist in layer l1.r of 2 units");
   RunConfig odd = tiny(dir);
   odd.prednet.canvas = 30;
   expect_error(odd, "canvas must be a multiple of 2^(layers-1) = 4 for 3 PredNet layers (prednet_stacks), got 30");
   RunConfig channels = tiny(dir);
   channels.prednet.stack_sizes = {3, 2, 4};
   expect_error(channels, "prednet_stacks[0] must be the frames' channels, 1, got 3");
+}
+
+// Two duplicated R channels of layer 2 (incoming gates, recurrent and top-down readers) stay bitwise
+// identical under the CPU's deterministic arithmetic, and the symmetry probe sees exactly that pair.
+TEST(PredNetRun, DuplicatedChannelsStayIdenticalOnTheCpuAndTheProbeSeesThem) {
+  testing::TempDir dir;
+  RunConfig cfg = tiny(dir);
+  cfg.init = "duplicate";
+  cfg.duplicate_layers = {"l2.r"};
+  cfg.duplicate_units = {1, 3};
+  cfg.probes = {probes::parse_probe_spec("symmetry:every=4")->resolved()};
+  auto r = train(cfg, {false, nullptr});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto rows = store::read_table(r->run_dir, store::kSymmetry);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  int64_t l2_rows = 0;
+  for (const auto& row : *rows) {
+    if (row.layer == "l1.r") EXPECT_EQ(row.identical_pairs, 0) << row.step;  // not duplicated
+    if (row.layer != "l2.r") continue;
+    ++l2_rows;
+    EXPECT_EQ(row.identical_pairs, 1) << row.step;
+    EXPECT_EQ(row.closest_a, 1);
+    EXPECT_EQ(row.closest_b, 3);
+  }
+  EXPECT_EQ(l2_rows, 3) << "steps 0, 4 and 8";
+  // The pair moved (it is not a frozen pair of dead channels): the weights at the end are not the start's.
+  auto first = store::read_npy(r->run_dir + "/snapshots/step-00000000/l2.lstm.i.weight.npy");
+  auto last = store::read_npy(r->run_dir + "/snapshots/step-00000012/l2.lstm.i.weight.npy");
+  ASSERT_TRUE(first.ok() && last.ok());
+  EXPECT_NE(first->bytes, last->bytes);
 }
 
 }  // namespace

@@ -4,6 +4,12 @@
 // Stable names (for probes and taps): encoder.fc1..fck, decoder.fc1..fck, in forward order. Op taps
 // (probes/op_taps.h): each layer as a linear op under its name, its activation as <name>.relu (the last
 // layer's: <name>.sigmoid).
+//
+// fc1_kernel = index_add computes encoder.fc1 as an embedding bag instead of one GEMM (same parameters,
+// same math): y[b] = bias + Σ_p x[b,p]·W[:,p], each term gathered (index_select of W's columns) and
+// scatter-added into its example's row (index_add); its weight gradient is the transpose, an index_add
+// into W's columns. On CUDA both index_adds are atomic adds whose order is the threads' (nondeterministic
+// unless deterministic algorithms are on); on the CPU they run in index order.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +28,8 @@ namespace saddlescope::trainer {
 class AutoencoderImpl : public torch::nn::Module {
  public:
   // REQUIRES: features >= 1, hidden non-empty with every width >= 1.
-  AutoencoderImpl(int64_t features, const std::vector<int64_t>& hidden);
+  // REQUIRES: fc1_kernel is "matmul" or "index_add".
+  AutoencoderImpl(int64_t features, const std::vector<int64_t>& hidden, const std::string& fc1_kernel = "matmul");
 
   // (batch, features) -> (batch, features), each output in (0, 1).
   torch::Tensor forward(torch::Tensor x);
@@ -32,12 +39,8 @@ class AutoencoderImpl : public torch::nn::Module {
   // Call on the CPU, before moving the model to a device: then every device starts bit-identical.
   void reset_parameters(at::Generator& gen);
 
-  // Makes every hidden unit of each layer an exact copy of the layer's first unit (incoming weights,
-  // bias and outgoing weights): a permutation-symmetric saddle that deterministic arithmetic can never
-  // leave. Call after reset_parameters, on the CPU.
-  void duplicate_hidden_units();
-
-  // The layers in forward order, with each one's outgoing weights, for the symmetry probe.
+  // The layers in forward order, with each one's outgoing weights (views of the parameters), for the
+  // symmetry probe and init duplicate.
   std::vector<probes::LayerUnits> unit_layers() const;
 
   // The linear ops and activations forward() runs through op taps, for `batch` examples.
@@ -47,6 +50,10 @@ class AutoencoderImpl : public torch::nn::Module {
 
  private:
   std::vector<torch::nn::Linear> layers() const;  // encoder then decoder, in forward order
+  torch::Tensor bag(const torch::Tensor& x, const torch::nn::Linear& layer);  // fc1_kernel index_add
+
+  bool bag_ = false;                 // fc1_kernel index_add
+  torch::Tensor example_, column_;   // bag(): each term's example and input column, for the last batch size
 
   std::vector<torch::nn::Linear> encoder_, decoder_;  // in forward order
   std::vector<std::string> names_;                    // of layers(), in forward order

@@ -68,6 +68,9 @@ struct RunConfig {
   int64_t seed = 0;                         // initial weights
   int64_t data_seed = -1;                   // example order; default: = seed
   std::string init = "default";             // default | duplicate | zero
+  std::vector<std::string> duplicate_layers;  // init duplicate: these layers (unit_layers() names); all if empty
+  std::vector<int64_t> duplicate_units;     // init duplicate: units copied from the first; every unit if empty
+  std::string fc1_kernel = "matmul";        // autoencoder: matmul | index_add (atomic adds on CUDA)
   double init_scale = 1;                    // multiplies every seeded initial parameter
   std::string init_from;                    // "" or a run directory / snapshot directory of .npy
   Perturbation perturbation;

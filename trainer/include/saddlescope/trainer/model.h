@@ -20,6 +20,12 @@ namespace saddlescope::trainer {
 struct RunConfig;
 struct Dataset;
 
+// Which units init duplicate makes copies of each other (RunConfig's duplicate_layers, duplicate_units).
+struct Duplication {
+  std::vector<std::string> layers;  // unit_layers() names; empty: every layer with outgoing weights
+  std::vector<int64_t> units;       // the first is copied into the others; empty: unit 0 into every unit
+};
+
 class Model {
  public:
   explicit Model(double init_scale = 1) : init_scale_(init_scale) {}
@@ -52,11 +58,14 @@ class Model {
   virtual Scores evaluate(const torch::Tensor& x, const torch::Tensor& train_mean) = 0;
 
   // Initial weights from `gen` (PyTorch's default initialisation), then `init`: "default", "duplicate"
-  // (every hidden unit a copy of the first; autoencoder only) or "zero"; seeded weights are then
-  // multiplied by init_scale. Call on the CPU.
-  Status initialise(at::Generator& gen, const std::string& init);
-  // The layers for the symmetry probe; empty when the model has none to compare.
-  virtual std::vector<probes::LayerUnits> unit_layers() const { return {}; }
+  // (the units `duplication` names made exact copies: a permutation-symmetric saddle) or "zero"; seeded
+  // weights are then multiplied by init_scale. Call on the CPU. Errors name duplicate_layers or
+  // duplicate_units when a layer or unit does not exist.
+  Status initialise(at::Generator& gen, const std::string& init, const Duplication& duplication = {});
+  // The layers of units, for the symmetry probe and init duplicate. Their tensors are views of the
+  // parameters (so that duplicate_units can write through them) unless the model overrides
+  // duplicate_units.
+  virtual std::vector<probes::LayerUnits> unit_layers() const = 0;
   // The same architecture, float64, parameters uninitialised, on `device`.
   virtual std::shared_ptr<Model> float64_copy(torch::Device device) const = 0;
 
@@ -69,12 +78,13 @@ class Model {
  protected:
   // PyTorch's default initialisation of every parameter, drawn from `gen` (initialise's first step).
   virtual void reset_parameters(at::Generator& gen) = 0;
-  // Every hidden unit of each layer made a copy of the layer's first unit (init duplicate).
-  virtual Status duplicate_hidden_units() {
-    return Status::Error("init duplicate is defined for the autoencoder only");
-  }
+  // Units units[1..] of `layer` (one of unit_layers()) made copies of units[0]: incoming weights, bias,
+  // then outgoing weights. REQUIRES: units valid for the layer, no grad mode.
+  virtual void duplicate_units(const probes::LayerUnits& layer, const std::vector<int64_t>& units);
 
  private:
+  Status duplicate(const Duplication& d);  // checks d against unit_layers(), then duplicate_units per layer
+
   double init_scale_;
 };
 

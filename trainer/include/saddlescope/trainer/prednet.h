@@ -40,6 +40,7 @@
 
 #include "saddlescope/base/status.h"
 #include "saddlescope/probes/op_taps.h"
+#include "saddlescope/probes/symmetry.h"
 
 namespace saddlescope::trainer {
 
@@ -95,6 +96,17 @@ class PredNetImpl : public torch::nn::Module {
   // The ops forward() runs through op taps for `batch` sequences of `frames` frames.
   std::vector<probes::TapOp> tap_ops(int64_t batch, int64_t frames) const;
 
+  // The representation units R_l of each layer with at least two channels, named l<l>.r, for the
+  // symmetry probe and init duplicate. Channel c's incoming weights are output channel c of the four
+  // gate convolutions (weights, then biases, in the order i, f, o, c); its outgoing weights are input
+  // channel c of every convolution that reads R_l: the layer's own gates (recurrent), its conv_ahat and,
+  // through the upsampling, the gates of layer l-1. Copies, not views: write with duplicate_channels.
+  std::vector<probes::LayerUnits> unit_layers() const;
+  // R_l's channels[1..] made copies of channels[0]: rows of the gates first, then every column that
+  // reads them (so a recurrent weight's four entries among two copies end equal).
+  // REQUIRES: no grad mode, 0 <= l < layers(), channels within r_stack_sizes[l].
+  void duplicate_channels(int64_t l, const std::vector<int64_t>& channels);
+
   const PredNetOptions& options() const { return options_; }
   int64_t layers() const { return static_cast<int64_t>(options_.stack_sizes.size()); }
 
@@ -104,6 +116,8 @@ class PredNetImpl : public torch::nn::Module {
     torch::nn::Conv2d i{nullptr}, f{nullptr}, o{nullptr}, c{nullptr};
     torch::nn::Conv2d conv_ahat{nullptr};
   };
+  // Views of every weight that reads R_l, each with R_l's channels on dim 1 (unit_layers).
+  std::vector<torch::Tensor> readers_of_r(int64_t l) const;
   void tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const;
   // c(in), or the convolution with `weight` and `bias`, through the op tap l<l>.<what> when taps are armed.
   torch::Tensor conv(torch::nn::Conv2d& c, const torch::Tensor& in, int64_t l, const char* what) const;
