@@ -23,6 +23,6 @@ else
   "$s" study run "$file" --per-gpu 8 || rc=$?
 fi
 echo "study run: exit status $rc"
-"$s" study status "$study"
+"$s" study status "$study" || true
 "$s" analyze "$study" --baseline "$baseline" "$@"
 if command -v gnuplot >/dev/null; then "$s" report "$study"; fi
