@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "saddlescope/store/run_dir.h"
@@ -184,6 +186,50 @@ TEST(Study, EveryWayAStudyFileCanBeWrongIsOneLineNamingFileAndLine) {
 
 namespace saddlescope::study {
 namespace {
+
+// A study directory whose path is full of shell metacharacters reaches sbatch, and the node's
+// saddlescope through the job script, as exactly the arguments it is: nothing in it is run.
+TEST(Slurm, ShellMetacharactersInPathsAreArgumentsNotCommands) {
+  TempDir dir;
+  auto s = load(dir, "seeds = [1]\n[base]\nmodel = \"linear\"\ndata = \"teacher\"\nthreads = 1\n");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const std::string out = dir.file("a b $(touch pwned1) `touch pwned2` \"q\" 'q'; touch pwned3 &");
+  // A recorder for the node's saddlescope and for sbatch: one argument per line.
+  const std::string bin = dir.file("bin");
+  std::filesystem::create_directories(bin);
+  for (const char* name : {"recorder", "sbatch"}) {
+    std::ofstream f(bin + "/" + name);
+    f << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$0.args\"\necho 42\n";
+    f.close();
+    std::filesystem::permissions(bin + "/" + name, std::filesystem::perms::owner_all);
+  }
+  auto jobs = plan_slurm(*s, out, SlurmOptions{bin + "/recorder", "", "", 1});
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  const std::string path = ::getenv("PATH");
+  ::setenv("PATH", (bin + ":" + path).c_str(), 1);
+  Status submitted = submit_slurm(&*jobs, out);
+  ::setenv("PATH", path.c_str(), 1);
+  ASSERT_TRUE(submitted.ok()) << submitted.message();
+  auto lines = [](const std::string& file) {
+    std::vector<std::string> v;
+    std::ifstream in(file);
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  };
+  EXPECT_EQ(lines(bin + "/sbatch.args"), (*jobs)[0].sbatch.size() > 1
+                                             ? std::vector<std::string>((*jobs)[0].sbatch.begin() + 1, (*jobs)[0].sbatch.end())
+                                             : std::vector<std::string>{});
+  EXPECT_EQ(lines(bin + "/sbatch.args").back(), out + "/slurm/cpu-t1.sh");
+  // The array task as Slurm starts it: the script under sh, the task number in the environment.
+  const std::string script = out + "/slurm/cpu-t1.sh";
+  std::string quoted = "'";
+  for (char c : script) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  ASSERT_EQ(std::system(("cd " + dir.path() + " && SLURM_ARRAY_TASK_ID=0 sh " + quoted).c_str()), 0);
+  EXPECT_EQ(lines(bin + "/recorder.args"),
+            (std::vector<std::string>{"study", "exec", out + "/study.toml", "--out", out, "--task", "0"}));
+  for (const char* f : {"pwned1", "pwned2", "pwned3"}) EXPECT_FALSE(std::filesystem::exists(dir.file(f))) << f;
+}
 
 TEST(Slurm, JobsGroupRunsByResourcesAndNeedExplicitThreads) {
   TempDir dir;
