@@ -12,6 +12,7 @@
 
 #include "catalog_rows.h"
 #include "catalog_schema.h"
+#include "fault_hooks.h"
 #include "file_lock.h"
 #include "saddlescope/base/version.h"
 #include "saddlescope/store/run_dir.h"
@@ -139,10 +140,12 @@ Result<int> rebuild_locked(const std::string& study_dir) {
     }
     return db->close();
   }();
+  if (st.ok()) st = injected_fsync_failure(path);
   if (st.ok()) st = fsync_file(tmp);
   // A journal left by an upsert killed midway belongs to the file being replaced: were it left,
   // SQLite would "roll it back" into the new file. Removed first, so that no reader can pair them.
   if (st.ok()) fs::remove(path + "-journal", ec);
+  if (st.ok()) st = injected_rename_failure(path);
   if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
     st = Status::Error(path + ": cannot replace: " + std::strerror(errno));
   if (!st.ok()) {

@@ -1,5 +1,6 @@
 #include "saddlescope/store/csv.h"
 
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "saddlescope/base/text.h"
+#include "fault_hooks.h"
 #include "saddlescope/store/files.h"
 
 namespace saddlescope::store {
@@ -67,6 +69,7 @@ Status CsvWriter::flush() {
 }
 
 Status CsvWriter::rename_to(const std::string& path) {
+  SADDLESCOPE_RETURN_IF_ERROR(injected_rename_failure(path));
   if (std::rename(path_.c_str(), path.c_str()) != 0)
     return Status::Error(path + ": cannot replace: " + std::strerror(errno));
   path_ = path;

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "fault_hooks.h"
+
 namespace saddlescope::store {
 
 Status write_file_atomic(const std::string& path, std::string_view content) {
@@ -32,17 +34,16 @@ Status write_file_atomic(const std::string& path, std::string_view content) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return Status::Error(path + ": flush failed: " + why);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return Status::Error(path + ": rename failed: " + why);
-  }
-  return Status::Ok();
+  Status flushed = injected_fsync_failure(path);
+  if (flushed.ok() && (::fsync(fd) != 0 || ::close(fd) != 0))
+    flushed = Status::Error(path + ": flush failed: " + std::strerror(errno));
+  else if (!flushed.ok())
+    ::close(fd);
+  Status renamed = flushed.ok() ? injected_rename_failure(path) : flushed;
+  if (renamed.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    renamed = Status::Error(path + ": rename failed: " + std::strerror(errno));
+  if (!renamed.ok()) ::unlink(tmp.c_str());
+  return renamed;
 }
 
 bool file_exists(const std::string& path) {
@@ -74,6 +75,20 @@ Status injected_write_failure(const std::string& path) {
   if (hook_due("SADDLESCOPE_KILL_AT_WRITE", &kills, path)) ::raise(SIGKILL);
   if (hook_due("SADDLESCOPE_FAIL_WRITE", &failures, path))
     return Status::Error(path + ": write failed: " + std::strerror(ENOSPC) + " (injected by SADDLESCOPE_FAIL_WRITE)");
+  return Status::Ok();
+}
+
+Status injected_fsync_failure(const std::string& path) {
+  static std::atomic<long> seen{0};
+  if (hook_due("SADDLESCOPE_FAIL_FSYNC", &seen, path))
+    return Status::Error(path + ": flush failed: " + std::strerror(EIO) + " (injected by SADDLESCOPE_FAIL_FSYNC)");
+  return Status::Ok();
+}
+
+Status injected_rename_failure(const std::string& path) {
+  static std::atomic<long> seen{0};
+  if (hook_due("SADDLESCOPE_FAIL_RENAME", &seen, path))
+    return Status::Error(path + ": rename failed: " + std::strerror(EXDEV) + " (injected by SADDLESCOPE_FAIL_RENAME)");
   return Status::Ok();
 }
 

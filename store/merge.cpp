@@ -1,5 +1,6 @@
 #include "saddlescope/store/merge.h"
 
+
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "fault_hooks.h"
 #include "file_lock.h"
 #include "run_scan.h"
 #include "saddlescope/base/memory.h"
@@ -216,6 +218,7 @@ Status copy_and_publish(const std::string& out, const std::deque<Planned>& plann
   for (const auto& p : planned) {
     std::string final_dir = runs + "/" + p.id;
     Status st = injected_write_failure(final_dir);
+    if (st.ok()) st = injected_rename_failure(final_dir);
     if (st.ok() && std::rename((staging + "/" + p.id).c_str(), final_dir.c_str()) != 0)
       st = Status::Error(final_dir + ": cannot rename into place: " + std::strerror(errno));
     if (!st.ok())

@@ -12,6 +12,7 @@
 
 #include "saddlescope/base/text.h"
 #include "saddlescope/base/remove_tree.h"
+#include "fault_hooks.h"
 #include "file_lock.h"
 #include "run_scan.h"
 #include "saddlescope/store/json_input.h"
@@ -154,6 +155,7 @@ Status AtomicDir::commit() {
   SADDLESCOPE_CHECK(!done_);
   SADDLESCOPE_RETURN_IF_ERROR(injected_write_failure(final_));
   // Make the files durable before the rename publishes them.
+  SADDLESCOPE_RETURN_IF_ERROR(injected_fsync_failure(final_));
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(tmp_, ec)) {
     int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
@@ -164,6 +166,7 @@ Status AtomicDir::commit() {
   }
   // A directory of the same name is from before a resume (the same step written again, the same
   // bits): replace it.
+  SADDLESCOPE_RETURN_IF_ERROR(injected_rename_failure(final_));
   if (fs::exists(final_, ec)) SADDLESCOPE_RETURN_IF_ERROR(remove_tree(final_));
   if (std::rename(tmp_.c_str(), final_.c_str()) != 0)
     return Status::Error(final_ + ": cannot rename into place: " + std::strerror(errno));

@@ -156,6 +156,35 @@ TEST(Lifecycle, AFailedWriteEndsTheRunWithTheFileNamedAndNeverRunning) {
   }
 }
 
+// A flush or rename that fails (EIO, EXDEV) where a file or directory is published — the manifest
+// after the first write, a snapshot, a checkpoint — ends the run as a full disk does: the file named in
+// one line, exit 1, a status that is not running, and no half-published file.
+TEST(Lifecycle, AFailedFsyncOrRenameEndsTheRunLikeAFailedWrite) {
+  testing::TempDir dir;
+  for (const char* hook : {"SADDLESCOPE_FAIL_FSYNC", "SADDLESCOPE_FAIL_RENAME"})
+    for (const char* at : {"manifest.json:2", "snapshots/", "checkpoint/"}) {
+      SCOPED_TRACE(std::string(hook) + "=" + at);
+      std::string out = dir.file(std::string("h") + std::to_string(std::hash<std::string>()(std::string(hook) + at) % 100000));
+      pid_t pid = spawn(train_args(dir, out), dir.file("hook.log"), {std::string(hook) + "=" + at});
+      EXPECT_EQ(wait_for(pid), 1);
+      std::string log = read_all(dir.file("hook.log"));
+      std::string file = std::string(at).substr(0, std::string(at).find(':'));
+      EXPECT_NE(log.find("saddlescope: "), std::string::npos) << log;
+      EXPECT_NE(log.find(file), std::string::npos) << log;
+      EXPECT_NE(log.find(std::string("(injected by ") + hook + ")"), std::string::npos) << log;
+      std::string r = only_run(out);
+      auto run_dir = store::RunDir::open(r);
+      ASSERT_TRUE(run_dir.ok()) << run_dir.status().message();
+      EXPECT_NE(run_dir->state(), store::RunStatus::kRunning);
+      for (const auto& e : fs::recursive_directory_iterator(r))
+        EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
+      if (std::string(at) != "manifest.json:2") {
+        EXPECT_EQ(run_dir->manifest().status, store::RunStatus::kFailed);
+        EXPECT_NE(run_dir->manifest().error.find(file), std::string::npos) << run_dir->manifest().error;
+      }
+    }
+}
+
 TEST(Lifecycle, ForceRefusesWhileALiveProcessWritesTheRun) {
   testing::TempDir dir;
   std::string out = dir.file("study");
