@@ -56,6 +56,20 @@ TEST(AnalyzeCli, WritesTheAnalysisAndPrintsAVerdict) {
   // Run again: the analysis is replaced whole.
   o = run("analyze " + study + " --no-replay --quiet --baseline " + a["groups"][0]["name"].get<std::string>());
   EXPECT_EQ(o.code, 0) << o.text;
+
+  // A write, flush or rename that fails while the new analysis is published: one line naming the file,
+  // exit 1, and the analysis before it still whole (all or nothing).
+  const std::string before = read_json(study + "/analysis/analysis.json").dump();
+  for (const char* hook : {"SADDLESCOPE_FAIL_WRITE", "SADDLESCOPE_FAIL_FSYNC", "SADDLESCOPE_FAIL_RENAME"})
+    for (const char* at : {"analysis.json", "episodes.csv", "/analysis"}) {
+      SCOPED_TRACE(std::string(hook) + "=" + at);
+      o = run(std::string("--version >/dev/null; ") + hook + "=" + at + " " + SADDLESCOPE_BIN + " analyze " + study +
+              " --no-replay --quiet --seed 9");
+      EXPECT_EQ(o.code, 1) << o.text;
+      EXPECT_NE(o.text.find(std::string("(injected by ") + hook + ")"), std::string::npos) << o.text;
+      EXPECT_EQ(o.text.find('\n'), o.text.size() - 1) << "one line: " << o.text;
+      EXPECT_EQ(read_json(study + "/analysis/analysis.json").dump(), before);
+    }
 }
 
 // The linear network's late saddle (the third singular value, which two hidden units cannot learn),
