@@ -166,6 +166,33 @@ TEST(StudyCli, AFailedRunIsRecordedAndDoesNotStopTheOthers) {
   EXPECT_NE(again.text.find("6 of 9 runs already finished"), std::string::npos) << again.text;
 }
 
+// Publishing failures in a study: the study's own copy of its file cannot be renamed into place (nothing
+// starts), or every run's checkpoint flush fails (each run is recorded failed with the file named); a
+// rerun without the fault finishes every run.
+TEST(StudyCli, FailedFlushesAndRenamesAreRecordedAndARerunFinishes) {
+  testing::TempDir dir;
+  const std::string file = study_file(dir), out = dir.file("out");
+  Output r = run("--version >/dev/null; SADDLESCOPE_FAIL_RENAME=study.toml " + std::string(SADDLESCOPE_BIN) +
+                 " study run " + file + " --out " + out);
+  EXPECT_EQ(r.code, 1) << r.text;
+  EXPECT_NE(r.text.find(out + "/study.toml: rename failed: Invalid cross-device link (injected by SADDLESCOPE_FAIL_RENAME)"),
+            std::string::npos) << r.text;
+  EXPECT_TRUE(store::list_run_dirs(out).empty()) << "no run starts without the study's file";
+  r = run("--version >/dev/null; SADDLESCOPE_FAIL_FSYNC=checkpoint/ " + std::string(SADDLESCOPE_BIN) + " study run " +
+          file + " --out " + out);
+  EXPECT_EQ(r.code, 1) << r.text;
+  EXPECT_NE(r.text.find("0 completed, 0 diverged, 6 failed"), std::string::npos) << r.text;
+  for (const auto& d : store::list_run_dirs(out)) {
+    auto run_dir = store::RunDir::open(d);
+    ASSERT_TRUE(run_dir.ok()) << run_dir.status().message();
+    EXPECT_EQ(run_dir->manifest().status, store::RunStatus::kFailed);
+    EXPECT_NE(run_dir->manifest().error.find("checkpoint"), std::string::npos) << run_dir->manifest().error;
+  }
+  r = run("study run " + file + " --out " + out);
+  EXPECT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("6 completed, 0 diverged, 0 failed"), std::string::npos) << r.text;
+}
+
 TEST(StudyCli, PlanListsRunsStatesAndCosts) {
   testing::TempDir dir;
   const std::string file = study_file(dir, "[configs.gpu]\ndevice = \"cuda\"\n");
