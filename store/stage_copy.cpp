@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "fault_hooks.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/sha256.h"
@@ -69,6 +70,7 @@ Status copy_checked(const std::string& src, const std::string& dst, const Scanne
   }
   if (total != f.size || digest.hex_digest() != f.sha256)
     return Status::Error(src + ": changed since it was checked; nothing was merged (merge again)");
+  SADDLESCOPE_RETURN_IF_ERROR(injected_fsync_failure(dst));
   if (::fsync(out.fd) != 0) return Status::Error(dst + ": flush failed: " + why());
   return Status::Ok();
 }

@@ -284,6 +284,20 @@ TEST_F(ReportCli, InjectedWriteFailuresAndShellMetacharactersAreHarmless) {
     for (const auto& e : fs::directory_iterator(copy))
       EXPECT_EQ(e.path().filename().string().find(".report"), std::string::npos) << "no temporary left";
   }
+  // A flush or a rename that fails where a file or the report directory is published: the same.
+  for (const char* hook : {"SADDLESCOPE_FAIL_FSYNC", "SADDLESCOPE_FAIL_RENAME"})
+    for (const char* at : {"report.json", "/report"}) {
+      SCOPED_TRACE(std::string(hook) + "=" + at);
+      setenv(hook, at, 1);
+      Output o = run("report " + dir.path() + "/" + quoted + " --quiet");
+      unsetenv(hook);
+      EXPECT_EQ(o.code, 1) << o.text;
+      EXPECT_NE(o.text.find(std::string("(injected by ") + hook + ")"), std::string::npos) << o.text;
+      EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+      EXPECT_FALSE(fs::exists(copy + "/report"));
+      for (const auto& e : fs::directory_iterator(copy))
+        EXPECT_EQ(e.path().filename().string().find(".report"), std::string::npos) << "no temporary left";
+    }
   Output o = run("report " + dir.path() + "/" + quoted + " --quiet");
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_TRUE(fs::exists(copy + "/report/index.html"));

@@ -260,7 +260,9 @@ class MergeInterrupted : public ::testing::Test {
     add_run(out_, run_on("mine", "a"));
     ASSERT_TRUE(rebuild_catalog(out_).ok());
   }
-  void TearDown() override { unsetenv("SADDLESCOPE_FAIL_WRITE"); }
+  void TearDown() override {
+    for (const char* hook : {"SADDLESCOPE_FAIL_WRITE", "SADDLESCOPE_FAIL_FSYNC", "SADDLESCOPE_FAIL_RENAME"}) unsetenv(hook);
+  }
 
   // Each run in out/runs reads and has every file of its source.
   void expect_complete_runs() {
@@ -276,16 +278,22 @@ class MergeInterrupted : public ::testing::Test {
   std::string in_ = tmp_.file("in"), out_ = tmp_.file("out");
 };
 
-TEST_F(MergeInterrupted, AFailedWriteLeavesTheOutputAsItWas) {
+TEST_F(MergeInterrupted, AFailedWriteFlushOrRenameLeavesTheOutputAsItWas) {
   auto before = tree_state(out_);
-  for (const char* at : {"/runs/.merge.tmp/a/metrics.csv", "/runs/.merge.tmp/b/manifest.json", "/runs/a"}) {
-    setenv("SADDLESCOPE_FAIL_WRITE", at, 1);
+  // A failed write, flush (a staged file) or rename (the first run into place): nothing merged.
+  const std::vector<std::pair<const char*, const char*>> faults = {
+      {"SADDLESCOPE_FAIL_WRITE", "/runs/.merge.tmp/a/metrics.csv"}, {"SADDLESCOPE_FAIL_WRITE", "/runs/.merge.tmp/b/manifest.json"},
+      {"SADDLESCOPE_FAIL_WRITE", "/runs/a"}, {"SADDLESCOPE_FAIL_FSYNC", "/runs/.merge.tmp/a/metrics.csv"},
+      {"SADDLESCOPE_FAIL_RENAME", "/runs/a"}};
+  for (const auto& [hook, at] : faults) {
+    setenv(hook, at, 1);
     auto r = merge_studies(out_, {in_});
-    ASSERT_FALSE(r.ok()) << at;
-    EXPECT_NE(r.status().message().find("injected by SADDLESCOPE_FAIL_WRITE"), std::string::npos) << r.status().message();
+    unsetenv(hook);
+    ASSERT_FALSE(r.ok()) << hook << "=" << at;
+    EXPECT_NE(r.status().message().find(std::string("injected by ") + hook), std::string::npos) << r.status().message();
     auto after = tree_state(out_);
     for (const char* lock : {"/runs/.a.lock", "/runs/.b.lock"}) after.erase(out_ + lock);  // run locks stay
-    EXPECT_EQ(after, before) << at;
+    EXPECT_EQ(after, before) << hook << "=" << at;
   }
 }
 
