@@ -1,14 +1,13 @@
 #include "saddlescope/store/csv.h"
 
-
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "saddlescope/base/text.h"
 #include "fault_hooks.h"
+#include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
 
 namespace saddlescope::store {

@@ -34,16 +34,15 @@ Status write_file_atomic(const std::string& path, std::string_view content) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  Status flushed = injected_fsync_failure(path);
-  if (flushed.ok() && (::fsync(fd) != 0 || ::close(fd) != 0))
-    flushed = Status::Error(path + ": flush failed: " + std::strerror(errno));
-  else if (!flushed.ok())
-    ::close(fd);
-  Status renamed = flushed.ok() ? injected_rename_failure(path) : flushed;
-  if (renamed.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    renamed = Status::Error(path + ": rename failed: " + std::strerror(errno));
-  if (!renamed.ok()) ::unlink(tmp.c_str());
-  return renamed;
+  // The first failure wins; the descriptor is closed and the temporary removed whatever failed.
+  Status st = injected_fsync_failure(path);
+  if (st.ok() && ::fsync(fd) != 0) st = Status::Error(path + ": flush failed: " + std::strerror(errno));
+  if (::close(fd) != 0 && st.ok()) st = Status::Error(path + ": flush failed: " + std::strerror(errno));
+  if (st.ok()) st = injected_rename_failure(path);
+  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    st = Status::Error(path + ": rename failed: " + std::strerror(errno));
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
 }
 
 bool file_exists(const std::string& path) {

@@ -1,6 +1,5 @@
 #include "saddlescope/store/merge.h"
 
-
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>

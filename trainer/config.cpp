@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -67,6 +68,15 @@ std::string set_parsed(T* field, Result<T> (*parse)(const std::string&), const s
   if (!r) return r.status().message();
   *field = *r;
   return "";
+}
+
+// The first element of `v` that repeats an earlier one, or nullptr.
+template <class T>
+const T* first_repeat(const std::vector<T>& v) {
+  std::set<T> seen;
+  for (const T& x : v)
+    if (!seen.insert(x).second) return &x;
+  return nullptr;
 }
 
 #define FIELD(expr) [](const RunConfig& c) { return nlohmann::json(c.expr); }
@@ -196,11 +206,9 @@ const std::vector<Key>& keys() {
        "l1.r, fc1); default: every layer with outgoing weights",
        [](RunConfig& c, const Value& v) -> std::string {
          c.duplicate_layers = v.strings;
-         for (size_t i = 0; i < v.strings.size(); ++i) {
-           if (v.strings[i].empty()) return "layer names must not be empty";
-           for (size_t j = 0; j < i; ++j)
-             if (v.strings[j] == v.strings[i]) return "layer '" + v.strings[i] + "' is listed twice";
-         }
+         for (const auto& name : v.strings)
+           if (name.empty()) return "layer names must not be empty";
+         if (const std::string* twice = first_repeat(v.strings)) return "layer '" + *twice + "' is listed twice";
          return "";
        }, FIELD(duplicate_layers)},
       {"duplicate_units", Kind::kIntList,
@@ -209,11 +217,9 @@ const std::vector<Key>& keys() {
        [](RunConfig& c, const Value& v) -> std::string {
          c.duplicate_units = v.list;
          if (v.list.size() == 1) return "must list at least two units (the first is copied into the others)";
-         for (size_t i = 0; i < v.list.size(); ++i) {
-           if (v.list[i] < 0) return fmt::format("units must be >= 0, got {}", v.list[i]);
-           for (size_t j = 0; j < i; ++j)
-             if (v.list[j] == v.list[i]) return fmt::format("unit {} is listed twice", v.list[i]);
-         }
+         for (int64_t u : v.list)
+           if (u < 0) return fmt::format("units must be >= 0, got {}", u);
+         if (const int64_t* twice = first_repeat(v.list)) return fmt::format("unit {} is listed twice", *twice);
          return "";
        }, FIELD(duplicate_units)},
       {"fc1_kernel", Kind::kString,
