@@ -35,6 +35,11 @@ Command add_store(CLI::App& app);
 Command add_study(CLI::App& app);
 Command add_analyze(CLI::App& app);
 Command add_report(CLI::App& app);
+Command add_twins(CLI::App& app);
+
+// The config the run at `run_dir` was trained with, from its manifest (out: the study directory holding
+// it), for the commands that train, replay or inspect a run again. Errors name the run or its manifest.
+Result<trainer::RunConfig> run_config(const std::string& run_dir);
 
 // This executable, for the processes a command starts (study runs, replays).
 std::string self_path();

@@ -8,24 +8,10 @@
 
 #include "commands.h"
 #include "run_flags.h"
-#include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/train.h"
 
 namespace saddlescope::app {
-namespace {
-
-// The config a run was trained with, from its manifest.
-Result<trainer::RunConfig> run_config(const std::string& run_dir) {
-  auto run = store::RunDir::open(run_dir);
-  if (!run) return Status::Error("--run: " + run.status().message());
-  trainer::ConfigBuilder b;
-  SADDLESCOPE_RETURN_IF_ERROR(b.load_json(run->manifest().config, run_dir + "/manifest.json"));
-  return b.resolve();
-}
-
-}  // namespace
-
 Command add_curvature(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("curvature", "Evaluate the curvature probe once and print JSON");
   // Keys of a training that one evaluation has no use for; the probe's options go in --spec.
@@ -46,7 +32,7 @@ Command add_curvature(CLI::App& app) {
               "--spec curvature:k=2,trace=50");
   auto run = [flags, at_step, spec, run_dir]() -> int {
     auto cfg = run_dir->empty() ? flags->resolve() : run_config(*run_dir);
-    if (!cfg) return fail(cfg.status().message());
+    if (!cfg) return fail((run_dir->empty() ? "" : "--run: ") + cfg.status().message());
     if (!run_dir->empty()) {
       if (flags->any_given()) return fail("--run: the run's config is used; give no config flags with it");
       cfg->init_from = *run_dir;

@@ -5,10 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/replay.h"
 
@@ -34,14 +32,7 @@ Command add_replay(CLI::App& app) {
               "Example: saddlescope replay runs/ae/runs/<cpu-id> --step 1000 --params-from runs/ae/runs/<gpu-id> "
               "--ops ops:at=1000,k=16 --out replay-cpu");
   auto run = [args]() -> int {
-    auto run = store::RunDir::open(args->run_dir);
-    if (!run) return fail(run.status().message());
-    trainer::ConfigBuilder builder;
-    nlohmann::json config = run->manifest().config;
-    config["out"] = run->study_dir();
-    Status loaded = builder.load_json(config, args->run_dir + "/manifest.json");
-    if (!loaded.ok()) return fail(loaded.message());
-    auto cfg = builder.resolve();
+    auto cfg = run_config(args->run_dir);
     if (!cfg) return fail(cfg.status().message());
     std::string ops = args->ops.empty() ? fmt::format("ops:at={}", args->step) : args->ops;
     std::string params = args->params_from.empty() ? args->run_dir : args->params_from;

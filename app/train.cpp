@@ -13,10 +13,7 @@
 #include "saddlescope/trainer/train.h"
 
 namespace saddlescope::app {
-namespace {
-
-// The config a run was started with, from its manifest (out: the study directory holding it).
-Result<trainer::RunConfig> resume_config(const std::string& run_dir) {
+Result<trainer::RunConfig> run_config(const std::string& run_dir) {
   auto run = store::RunDir::open(run_dir);
   if (!run) return run.status();
   trainer::ConfigBuilder builder;
@@ -25,8 +22,6 @@ Result<trainer::RunConfig> resume_config(const std::string& run_dir) {
   SADDLESCOPE_RETURN_IF_ERROR(builder.load_json(config, run_dir + "/manifest.json"));
   return builder.resolve();
 }
-
-}  // namespace
 
 int print_train_result(const trainer::RunConfig& cfg, const Result<trainer::TrainResult>& r) {
   if (!r) return fail(r.status().message());
@@ -65,7 +60,7 @@ Command add_train(CLI::App& app) {
     if (!resume->empty()) {
       if (flags->any_given() || *force)
         return fail("--resume: continues the run with the config in its manifest; give no other config flag");
-      cfg = resume_config(*resume);
+      cfg = run_config(*resume);
       options.resume = true;
       options.resume_dir = *resume;
     } else {

@@ -363,6 +363,34 @@ TEST(Cli, ReplayOfAStep) {
   EXPECT_NE(help.text.find("--params-from"), std::string::npos) << help.text;
 }
 
+// saddlescope twins: the copies of a run's duplicated units, from its manifest or named by flags.
+TEST(Cli, TwinsOfADuplicatedRun) {
+  testing::TempDir dir;
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 2 --batch-size 4 --out " + dir.path();
+  ASSERT_EQ(run("train " + common).code, 0);
+  std::string plain = only_run(dir.file(""));
+  expect_error("twins " + plain + " --step 0",
+               plain + ": init is default, not duplicate: name the copies with --layer and --units");
+  Output named = run("twins " + plain + " --step 0 --layer encoder.fc1 --units 0,1");
+  ASSERT_EQ(named.code, 0) << named.text;
+  EXPECT_NE(named.text.find("copies differ"), std::string::npos) << "distinct units: " << named.text;
+
+  fs::remove_all(dir.file("runs"));
+  ASSERT_EQ(run("train --init duplicate --duplicate-layers encoder.fc1 --duplicate-units 0,3 --snapshot-grads true " +
+                common).code, 0);
+  std::string twin = only_run(dir.file(""));
+  Output o = run("twins " + twin + " --step 0 --grads");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_EQ(o.text.find("gradients of " + twin + " at step 0\n"), 0u) << o.text;
+  EXPECT_NE(o.text.find("encoder.fc2.weight"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("every copy equals its original"), std::string::npos) << o.text;
+  expect_error("twins " + twin + " --step 2 --grads",
+               twin + ": its snapshot at step 2 holds no gradients (train with snapshot_grads)");
+  expect_error("twins " + twin + " --step 0 --layer encoder.fc7",
+               "duplicate_layers: this model has no layer 'encoder.fc7' (its layers: encoder.fc1, encoder.fc2, "
+               "decoder.fc1, decoder.fc2)");
+}
+
 TEST(Cli, RepeatabilityAndDiverge) {
   testing::TempDir dir;
   std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 40 --batch-size 4 --threads 2 "

@@ -66,6 +66,9 @@ class Model {
   // parameters (so that duplicate_units can write through them) unless the model overrides
   // duplicate_units.
   virtual std::vector<probes::LayerUnits> unit_layers() const = 0;
+  // The units `d` names made copies of their first (initialise's duplicate step; twins.h uses it to find
+  // the copies). Errors name duplicate_layers or duplicate_units. REQUIRES: no grad mode.
+  Status duplicate(const Duplication& d);
   // The same architecture, float64, parameters uninitialised, on `device`.
   virtual std::shared_ptr<Model> float64_copy(torch::Device device) const = 0;
 
@@ -83,8 +86,6 @@ class Model {
   virtual void duplicate_units(const probes::LayerUnits& layer, const std::vector<int64_t>& units);
 
  private:
-  Status duplicate(const Duplication& d);  // checks d against unit_layers(), then duplicate_units per layer
-
   double init_scale_;
 };
 
