@@ -106,6 +106,34 @@ TEST(Catalog, UpsertRefusesARunOfAnotherStudy) {
       << st.message();
 }
 
+// A rebuild whose flush or rename fails keeps the catalogue it would have replaced, byte for byte, and
+// leaves no temporary: the catalogue is derived from the runs, so the next rebuild restores it.
+TEST(Catalog, AFailedFlushOrRenameKeepsTheOldCatalogue) {
+  testing::TempDir study;
+  add_run(study.path(), make_manifest("a", RunStatus::kCompleted, 1));
+  ASSERT_TRUE(rebuild_catalog(study.path()).ok());
+  const std::string db = study.file("catalog.sqlite");
+  auto bytes = [&] { std::ifstream in(db, std::ios::binary); return std::string(std::istreambuf_iterator<char>(in), {}); };
+  const std::string before = bytes();
+  add_run(study.path(), make_manifest("b", RunStatus::kCompleted, 2));
+  for (const auto& [hook, error] : {std::pair{"SADDLESCOPE_FAIL_FSYNC", "Input/output error"},
+                                    std::pair{"SADDLESCOPE_FAIL_RENAME", "Invalid cross-device link"}}) {
+    SCOPED_TRACE(hook);
+    setenv(hook, "catalog.sqlite", 1);
+    auto n = rebuild_catalog(study.path());
+    unsetenv(hook);
+    ASSERT_FALSE(n.ok());
+    EXPECT_NE(n.status().message().find(db), std::string::npos) << n.status().message();
+    EXPECT_NE(n.status().message().find(error), std::string::npos) << n.status().message();
+    EXPECT_EQ(bytes(), before);
+    for (const auto& e : fs::directory_iterator(study.path()))
+      EXPECT_EQ(e.path().filename().string().find("catalog.sqlite.tmp"), std::string::npos) << e.path();
+  }
+  auto n = rebuild_catalog(study.path());
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 2);
+}
+
 TEST(Catalog, UnreadableRunsAreProblemsNotFailures) {
   testing::TempDir study;
   add_run(study.path(), make_manifest("good", RunStatus::kCompleted));
