@@ -1,4 +1,4 @@
-// analysis.json as CSV tables and as the short verdict `saddlescope analyze` prints.
+// analysis.json as text, as CSV tables and as the short verdict `saddlescope analyze` prints.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -72,6 +72,10 @@ std::string p_text(const json& p) {
 std::string g(const json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : "n/a"; }
 
 }  // namespace
+
+std::string analysis_json(const json& analysis) {
+  return analysis.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
 
 std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) {
   std::vector<json> episodes, km, theory;

@@ -140,7 +140,7 @@ Command add_analyze(CLI::App& app) {
     };
     auto a = analysis::analyze_study(args->study, o, replay, progress, curvature);
     if (!a) return fail(a.status().message());
-    Status st = store::write_file_atomic(dir->path() + "/analysis.json", a->dump(2) + "\n");
+    Status st = store::write_file_atomic(dir->path() + "/analysis.json", analysis::analysis_json(*a));
     for (const auto& [name, text] : analysis::analysis_tables(*a))
       if (st.ok()) st = store::write_file_atomic(dir->path() + "/" + name, text);
     if (st.ok()) st = dir->commit();

@@ -291,6 +291,25 @@ TEST(StudyAnalysis, PartialAndMalformedRunsAreReportedAndSkipped) {
   EXPECT_EQ((*find_by((*a)["groups"], "name", "fast"))["n_runs"], 8);
 }
 
+// Found by fuzz_analysis: a byte of a run's file that is not UTF-8 reaches analysis.json (here through
+// the reason a run is skipped, which echoes the field that did not read), and json::dump threw:
+// `saddlescope analyze` ended on an uncaught exception. analysis_json writes it as U+FFFD.
+TEST(StudyAnalysis, BytesOfRunFilesThatAreNotUtf8StillGiveTheAnalysisText) {
+  testing::TempDir dir;
+  plant_two_groups(dir.path());
+  const std::string bad = add_planted(dir.path(), {"slow", 24, 50});
+  std::ofstream(bad + "/metrics.csv", std::ios::app) << "2\xff" "00,1,0.5,0.01,0\n";
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const std::string skipped = (*find_by((*a)["runs"], "run_id", "slow-s24"))["skipped"].get<std::string>();
+  ASSERT_NE(skipped.find("\xff"), std::string::npos) << skipped;
+  EXPECT_THROW((void)a->dump(), json::type_error);
+  std::string text;
+  ASSERT_NO_THROW(text = analysis_json(*a));
+  EXPECT_NE(text.find("2\xef\xbf\xbd" "00"), std::string::npos);  // U+FFFD
+  EXPECT_EQ(json::parse(text)["n_skipped"], 1);
+}
+
 // A replayer standing in for `saddlescope replay`: config "faulty" computes the loss's gradient
 // against another target; "plain" replays give the same rows.
 std::vector<store::OpRow> replay_rows(bool faulty, int64_t step) {

@@ -61,6 +61,11 @@ Result<nlohmann::json> analyze_study(const std::string& study_dir, const Analysi
                                      const std::function<void(int64_t, int64_t)>& progress = {},
                                      const CurvatureAt& curvature_at = {});
 
+// analysis.json's text: `analysis` as JSON indented by two spaces, with a final newline. Strings that
+// came from run files are not always UTF-8 (a byte of an op name in ops.csv, of a field echoed in an
+// error): their invalid bytes are written as U+FFFD, so that the text is always JSON.
+std::string analysis_json(const nlohmann::json& analysis);
+
 // analysis.json's tables as CSV files: file name -> contents (runs.csv, episodes.csv, km.csv,
 // comparisons.csv, divergence.csv, attribution.csv, theory.csv).
 std::vector<std::pair<std::string, std::string>> analysis_tables(const nlohmann::json& analysis);
