@@ -144,9 +144,14 @@ Result<std::map<int64_t, std::string>> slurm_task_states(const std::string& out,
   auto& record = *parsed;
   if (!record.is_object() || !record["jobs"].is_array())
     return Status::Error(jobs_file(out) + ": not a saddlescope job record (expected {\"jobs\": [...]})");
+  // A job's fields through value(): a hand-edited record may lack any of them (a const operator[] of a
+  // missing key is undefined behaviour).
+  auto field = [](const nlohmann::json& job, const char* key) {
+    return job.is_object() ? job.value(key, nlohmann::json()) : nlohmann::json();
+  };
   std::string ids;
   for (const auto& j : record["jobs"])
-    if (j.is_object() && j["id"].is_string()) ids += (ids.empty() ? "" : ",") + j["id"].get<std::string>();
+    if (field(j, "id").is_string()) ids += (ids.empty() ? "" : ",") + field(j, "id").get<std::string>();
   if (ids.empty()) return std::map<int64_t, std::string>{};
   auto printed = run_process_output({"sacct", "-X", "-j", ids, "--format=JobID,State", "--parsable2", "--noheader"});
   *source = "sacct";
@@ -158,10 +163,11 @@ Result<std::map<int64_t, std::string>> slurm_task_states(const std::string& out,
   auto states = parse_task_states(*printed);
   std::map<int64_t, std::string> by_task;
   for (const auto& j : record["jobs"]) {  // in submission order: a later job's state wins
-    if (!j.is_object() || !j["id"].is_string() || !j["tasks"].is_array()) continue;
-    for (const auto& t : j["tasks"]) {
+    const nlohmann::json id = field(j, "id"), tasks = field(j, "tasks");
+    if (!id.is_string() || !tasks.is_array()) continue;
+    for (const auto& t : tasks) {
       if (!t.is_number_integer()) continue;
-      auto it = states.find({j["id"].get<std::string>(), t.get<int64_t>()});
+      auto it = states.find({id.get<std::string>(), t.get<int64_t>()});
       if (it != states.end()) by_task[t.get<int64_t>()] = it->second;
     }
   }

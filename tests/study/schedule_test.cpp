@@ -88,7 +88,10 @@ TEST(Simulate, PacksRunsAsTheRunnerDoes) {
 }  // namespace
 }  // namespace saddlescope::study
 
+#include <filesystem>
+
 #include "saddlescope/study/slurm.h"
+#include "temp_dir.h"
 
 namespace saddlescope::study {
 namespace {
@@ -108,6 +111,19 @@ TEST(Slurm, ArraySpecsAndTaskStatesAsSacctAndSqueuePrintThem) {
   EXPECT_EQ(s.count(Key("12", 4)), 0u);
   EXPECT_EQ(s.at(Key("13", 0)), "COMPLETED");
   EXPECT_EQ(s.size(), 6u);
+}
+
+// A hand-edited job record whose jobs lack their id or tasks: those jobs are not asked about (a const
+// operator[] of the missing key was undefined behaviour; an assertion in the sanitizer build).
+TEST(Slurm, AJobRecordWhoseJobsLackAnIdAsksAboutNone) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.file("slurm"));
+  dir.write("slurm/jobs.json", R"({"jobs": [{"group": "cpu-t1", "tasks": [0, 1]}, {"tasks": [2]}, 7, {}]})");
+  std::string source = "unset";
+  auto states = slurm_task_states(dir.path(), &source);
+  ASSERT_TRUE(states.ok()) << states.status().message();
+  EXPECT_TRUE(states->empty());
+  EXPECT_EQ(source, "unset");  // neither sacct nor squeue was run
 }
 
 }  // namespace
