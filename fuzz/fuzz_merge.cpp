@@ -1,11 +1,8 @@
 // `store merge` of a foreign study built from the fuzz input: a directory-building harness.
 //
-// The input is a list of entries, each starting at a line "@@ T PATH[ -> TARGET]":
-//   F  a regular file PATH whose content is every byte up to the next "\n@@ " (or the end)
-//   D  a directory        L  a symbolic link to TARGET        P  a FIFO
-// PATH is relative to the input study (runs/<id>/manifest.json, ...); its components are limited to
-// [A-Za-z0-9._-] and ".." is dropped, so the harness itself writes nothing outside its scratch
-// directory (an entry below a link is skipped). Link targets are anything: "../../outside", "/etc".
+// The input is a directory tree in fuzz_util.h's format (build_tree): entries "@@ F PATH" (a file and
+// its content), "@@ D PATH", "@@ L PATH -> TARGET" (a link to anything: "../../outside", "/etc"),
+// "@@ P PATH" (a FIFO), PATH relative to the input study (runs/<id>/manifest.json, ...).
 //
 // Invariants: no crash or hang, one-line errors; a refused merge leaves OUT as it was (no runs);
 // a merge that succeeds leaves OUT holding no link, FIFO or device and no problem `store check` does
@@ -30,68 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// PATH cleaned to safe components, or "" when nothing is left.
-std::string clean_path(const std::string& p) {
-  std::string out, part;
-  auto flush = [&] {
-    if (!part.empty() && part != "." && part != "..") out += (out.empty() ? "" : "/") + part;
-    part.clear();
-  };
-  for (char c : p) {
-    if (c == '/') flush();
-    else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-             c == '-')
-      part += c;
-  }
-  flush();
-  return out;
-}
-
-// Creates the parents of root/rel as real directories; false when one exists as anything else.
-bool make_parents(const std::string& root, const std::string& rel) {
-  std::string at = root;
-  size_t start = 0;
-  for (size_t slash; (slash = rel.find('/', start)) != std::string::npos; start = slash + 1) {
-    at += "/" + rel.substr(start, slash - start);
-    struct stat st {};
-    if (::lstat(at.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) return false;
-    } else if (::mkdir(at.c_str(), 0755) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void build_tree(const std::string& root, const std::string& input) {
-  size_t pos = input.rfind("@@ ", 0) == 0 ? 0 : input.find("\n@@ ");
-  while (pos != std::string::npos) {
-    size_t head = pos + (input[pos] == '\n' ? 4 : 3);
-    size_t eol = input.find('\n', head);
-    std::string line = input.substr(head, eol == std::string::npos ? std::string::npos : eol - head);
-    size_t next = eol == std::string::npos ? std::string::npos : input.find("\n@@ ", eol);
-    std::string content =
-        eol == std::string::npos ? "" : input.substr(eol + 1, next == std::string::npos ? std::string::npos : next - eol - 1);
-    pos = next;
-    if (line.size() < 3 || line[1] != ' ') continue;
-    char type = line[0];
-    std::string rest = line.substr(2), target;
-    if (size_t arrow = rest.find(" -> "); arrow != std::string::npos) {
-      target = rest.substr(arrow + 4);
-      rest = rest.substr(0, arrow);
-    }
-    std::string rel = clean_path(rest);
-    if (rel.empty() || !make_parents(root, rel)) continue;
-    std::string path = root + "/" + rel;
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0 && (type != 'F' || !S_ISREG(st.st_mode))) continue;
-    if (type == 'F') fuzz::write_bytes(path, reinterpret_cast<const uint8_t*>(content.data()), content.size());
-    else if (type == 'D') ::mkdir(path.c_str(), 0755);
-    else if (type == 'L') (void)::symlink(target.c_str(), path.c_str());
-    else if (type == 'P') ::mkfifo(path.c_str(), 0644);
-  }
-}
-
 // Whether anything below `dir` is a link, FIFO, socket or device.
 bool holds_special(const std::string& dir) {
   std::error_code ec;
@@ -111,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SADDLESCOPE_CHECK(remove_tree(in).ok() && remove_tree(out).ok() && remove_tree(outside).ok());
   fs::create_directories(in);
   fs::create_directories(outside);
-  build_tree(in, std::string(reinterpret_cast<const char*>(data), size));
+  fuzz::build_tree(in, std::string(reinterpret_cast<const char*>(data), size));
 
   store::MergeOptions options;
   options.max_file_bytes = 1 << 20;

@@ -1,5 +1,6 @@
-// Writes the seed corpora of the store's fuzz targets with the store's own writers, so that seeds are
-// files saddlescope really writes:   fuzz_make_seeds fuzz/corpus
+// Writes the seed corpora of the store's, the analysis's and the report's fuzz targets with
+// saddlescope's own writers, so that seeds are files saddlescope really writes:
+//   fuzz_make_seeds fuzz/corpus
 // (fuzz/make_seeds.sh runs it and adds the seeds made with other tools: configs, studies, IDX, tar.)
 #include <cstdio>
 #include <filesystem>
@@ -7,12 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "saddlescope/analysis/study_analysis.h"
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/npy.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/schema.h"
+#include "synthetic_study.h"
 
 using namespace saddlescope;
 namespace fs = std::filesystem;
@@ -139,6 +142,29 @@ int main(int argc, char** argv) {
   put(corpus + "/fuzz_merge/link", tree + "\n@@ L runs/autoencoder-cpu-t1-s0-0123abcd/curvature.csv -> ../../../outside/x");
   put(corpus + "/fuzz_merge/fifo", tree + "\n@@ P runs/autoencoder-cpu-t1-s1-4567cdef/ops.csv");
   put(corpus + "/fuzz_merge/linked-run", tree + "\n@@ L runs/elsewhere -> /tmp");
+
+  // A study holding every file the analysis and the report read (tests/testing/synthetic_study.h): its
+  // runs (fuzz_analysis); with its analysis, the runs without the snapshots the report does not read
+  // (fuzz_report); and the analysis alone, its runs gone (fuzz_report).
+  std::string synthetic = tmp + "/synthetic";
+  SADDLESCOPE_CHECK(testing::write_synthetic_study(synthetic).ok());
+  put(corpus + "/fuzz_analysis/study", serialize(synthetic));
+  analysis::AnalysisOptions options;
+  options.permutations = options.resamples = 99;
+  options.episodes.loss_levels = {0.5};
+  auto analysed = analysis::analyze_study(synthetic, options);
+  SADDLESCOPE_CHECK(analysed.ok());
+  const std::string analysis_json = analysed->dump(2) + "\n";
+  put(synthetic + "/analysis/analysis.json", analysis_json);
+  for (const auto& run : fs::directory_iterator(synthetic + "/runs"))
+    if (run.is_directory()) (void)remove_tree(run.path().string() + "/snapshots");
+  const std::string report_tree = serialize(synthetic);
+  put(corpus + "/fuzz_report/study", report_tree);
+  // Links where the report writes (to the sentinel beside the study) and where it reads, and a FIFO.
+  put(corpus + "/fuzz_report/links", "@@ L report -> ../outside\n@@ L .report.tmp -> ../outside\n"
+                                     "@@ L runs/sgd-a-s1/ops.csv -> /dev/zero\n@@ P runs/sgd-b-s2/symmetry.csv\n" +
+                                         report_tree);
+  put(corpus + "/fuzz_report/analysis-only", "@@ F analysis/analysis.json\n" + analysis_json);
   (void)remove_tree(tmp);
   return 0;
 }

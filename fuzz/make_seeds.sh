@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Remakes the seed corpora in fuzz/corpus/ (committed; a few KiB each). Needs build-asan/ (run
-# scripts/sanitize.sh once) for the store's seeds, written by saddlescope's own writers.
+# Remakes the seed corpora in fuzz/corpus/ (committed; a few KiB to 47 KiB each). Needs build-asan/ (run
+# scripts/sanitize.sh once) for the store's, the analysis's and the report's seeds, written by
+# saddlescope's own writers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 c=fuzz/corpus
 rm -rf "$c" && mkdir -p "$c"/{fuzz_idx,fuzz_config,fuzz_study,fuzz_mnist_archive}
 build-asan/fuzz/fuzz_make_seeds "$c"
+
+# An analysis.json that `saddlescope analyze` wrote on a real study (the planted fault, docs/results/), its
+# runs absent: the report of what was analysed elsewhere.
+{ printf '@@ F analysis/analysis.json\n'; cat docs/results/analysis/fault/analysis.json; } >"$c/fuzz_report/fault-analysis-only"
 
 # Configs and studies: the shipped ones.
 cp examples/*.toml "$c/fuzz_config/"

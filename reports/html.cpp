@@ -112,61 +112,63 @@ struct Page {
   }
 
   void figures(const std::string& section) {
-    for (const auto& f : m["figures"]) {
-      if (f["section"] != section) continue;
-      const std::string name = f["name"];
+    for (const auto& f : m.at("figures")) {
+      if (f.at("section") != section) continue;
+      const std::string name = f.at("name");
       auto it = svgs.find(name);
       add(fmt::format("<figure id=\"fig-{}\">\n", name));
       if (it != svgs.end()) add(inline_svg(it->second, name));
-      add(fmt::format("<figcaption><strong>Figure {}. {}.</strong> {} Files: <a href=\"figures/{}.svg\">SVG</a>, "
+      add(
+          fmt::format("<figcaption><strong>Figure {}. {}.</strong> {} Files: <a href=\"figures/{}.svg\">SVG</a>, "
                       "<a href=\"figures/{}.png\">PNG</a>, <a href=\"figures/{}.gp\">gnuplot script</a>",
-                      show(f["number"]), esc(f["title"].get<std::string>()), esc(f["caption"].get<std::string>()), name,
-                      name, name));
-      for (size_t k = 3; k < f["files"].size(); ++k)
-        add(fmt::format(", <a href=\"figures/{}\">data ({})</a>", esc(f["files"][k].get<std::string>()),
-                        esc(f["files"][k].get<std::string>())));
+                      show(f.at("number")), esc(f.at("title").get<std::string>()),
+                      esc(f.at("caption").get<std::string>()), name, name, name));
+      for (size_t k = 3; k < f.at("files").size(); ++k)
+        add(fmt::format(", <a href=\"figures/{}\">data ({})</a>", esc(f.at("files").at(k).get<std::string>()),
+                        esc(f.at("files").at(k).get<std::string>())));
       add(".</figcaption>\n</figure>\n");
     }
   }
 
   bool has_figure(const std::string& section) const {
-    for (const auto& f : m["figures"])
-      if (f["section"] == section) return true;
+    for (const auto& f : m.at("figures"))
+      if (f.at("section") == section) return true;
     return false;
   }
 
   void verdict() {
-    const json& v = m["verdict"];
+    const json& v = m.at("verdict");
     add("<section id=\"verdict\">\n<h2>1. Verdict</h2>\n");
-    p(esc(v["headline"].get<std::string>()), "headline");
-    if (!m["warnings"].empty()) {
+    p(esc(v.at("headline").get<std::string>()), "headline");
+    if (!m.at("warnings").empty()) {
       add("<div class=\"warnings\"><strong>This study is partial or has changed since its analysis:</strong><ul>\n");
-      for (const auto& w : m["warnings"]) add("<li>" + esc(w.get<std::string>()) + "</li>\n");
+      for (const auto& w : m.at("warnings")) add("<li>" + esc(w.get<std::string>()) + "</li>\n");
       add("</ul></div>\n");
     }
     add("<ul>\n");
-    for (const auto& s : v["sentences"]) add("<li>" + esc(s.get<std::string>()) + "</li>\n");
+    for (const auto& s : v.at("sentences")) add("<li>" + esc(s.get<std::string>()) + "</li>\n");
     add("</ul>\n");
-    if (v["comparisons"].empty()) return add("</section>\n");
+    if (v.at("comparisons").empty()) return add("</section>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& c : v["comparisons"]) {
-      const json& fl = c["final_loss"];
-      const json& pw = c["power"]["final_loss"];
-      const json& at = c["attribution"];
-      std::string cause = esc(c["findings"]["cause"]);
-      if (at.is_object() && at["op"].is_string())
-        cause += " at " + esc(at["op"]) + " " + esc(at["phase"]) + (at["config"].is_string() ? " (" + esc(at["config"]) + ")" : "");
-      if (c["findings"]["cause"] == "code") cause = "<span class=\"code\">" + cause + "</span>";
+    for (const auto& c : v.at("comparisons")) {
+      const json& fl = c.at("final_loss");
+      const json& pw = c.at("power").at("final_loss");
+      const json& at = c.at("attribution");
+      std::string cause = esc(c.at("findings").at("cause"));
+      if (at.is_object() && at.at("op").is_string())
+        cause += " at " + esc(at.at("op")) + " " + esc(at.at("phase")) +
+                 (at.at("config").is_string() ? " (" + esc(at.at("config")) + ")" : "");
+      if (c.at("findings").at("cause") == "code") cause = "<span class=\"code\">" + cause + "</span>";
       auto word = [&](const char* k) {
-        const std::string w = c["findings"][k];
+        const std::string w = c.at("findings").at(k);
         return w == "differs" ? "<span class=\"differs\">differs</span>" : esc(w);
       };
-      rows.push_back({esc(c["a"]) + " vs " + esc(c["b"]), word("final_loss"), esc(fl["median_difference"]),
-                      "[" + esc(fl["ci_low"]) + ", " + esc(fl["ci_high"]) + "]",
-                      esc(fl["cliffs_delta"]) + " " + esc(fl["magnitude"]), esc(show_p(fl["p_holm"])),
-                      esc(pw["detectable_cliffs_delta"]), word("escape"), esc(show_p(c["logrank"]["p_holm"])),
-                      word("time_in_saddle"), esc(show_p(c["time_in_saddle"]["p_holm"])),
-                      cause + (at.is_object() ? " <span class=\"note\">(" + esc(at["evidence"]) + ")</span>" : "")});
+      rows.push_back({esc(c.at("a")) + " vs " + esc(c.at("b")), word("final_loss"), esc(field(fl, "median_difference")),
+                      "[" + esc(field(fl, "ci_low")) + ", " + esc(field(fl, "ci_high")) + "]",
+                      esc(field(fl, "cliffs_delta")) + " " + esc(field(fl, "magnitude")), esc(show_p(fl.at("p_holm"))),
+                      esc(pw.at("detectable_cliffs_delta")), word("escape"), esc(show_p(c.at("logrank").at("p_holm"))),
+                      word("time_in_saddle"), esc(show_p(c.at("time_in_saddle").at("p_holm"))),
+                      cause + (at.is_object() ? " <span class=\"note\">(" + esc(at.at("evidence")) + ")</span>" : "")});
     }
     table({"a vs b", "final loss", "median a − b", "CI", "Cliff's δ", "Holm p", "detectable |δ|", "escape",
            "log-rank Holm p", "time in saddle", "Holm p", "cause (evidence)"},
@@ -176,21 +178,21 @@ struct Page {
                   "the final-loss test would find with power 0.8 at α = {} with these numbers of runs (Noether's "
                   "approximation; — when no outcome could reach α). Escape: log-rank test of the escape-time survival "
                   "curves. Cause: the attribution of the first difference between paired runs (section 6).",
-                  esc(show(m["setup"]["definitions"].value("level", json(0.95)))), esc(show(m["alpha"]))),
+                  esc(show(m.at("setup").at("definitions").value("level", json(0.95)))), esc(show(m.at("alpha")))),
       "note");
     add("</section>\n");
   }
 
   void setup() {
-    const json& s = m["setup"];
+    const json& s = m.at("setup");
     add("<section id=\"setup\">\n<h2>2. Setup</h2>\n<h3>Study matrix</h3>\n");
     std::vector<std::string> head = {"config (group)"};
-    for (const auto& k : s["axes"]) head.push_back(esc(k.get<std::string>()));
+    for (const auto& k : s.at("axes")) head.push_back(esc(k.get<std::string>()));
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : s["groups"]) {
-      std::vector<std::string> r = {esc(g["name"])};
-      for (const auto& k : s["axes"]) {
-        const json v = g["config"].value(k.get<std::string>(), json());
+    for (const auto& g : s.at("groups")) {
+      std::vector<std::string> r = {esc(g.at("name"))};
+      for (const auto& k : s.at("axes")) {
+        const json v = g.at("config").value(k.get<std::string>(), json());
         r.push_back(esc(v.is_string() ? v.get<std::string>() : v.dump()));
       }
       rows.push_back(r);
@@ -198,63 +200,67 @@ struct Page {
     table(head, rows);
     rows.clear();
     std::vector<std::string> classes;
-    for (const auto& r : s["runs"]) {
-      rows.push_back({esc(r["group"]), esc(r["seed"]), esc(r["run_id"]), esc(r["status"]), r["analysed"].get<bool>() ? "yes" : "no",
-                      esc(r["steps_completed"]), esc(r["note"].get<std::string>())});
-      classes.push_back(r["analysed"].get<bool>() && r["note"].get<std::string>().empty() ? "" : "failed");
+    for (const auto& r : s.at("runs")) {
+      rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(r.at("run_id")), esc(r.at("status")),
+                      r.at("analysed").get<bool>() ? "yes" : "no", esc(r.at("steps_completed")),
+                      esc(r.at("note").get<std::string>())});
+      classes.push_back(r.at("analysed").get<bool>() && r.at("note").get<std::string>().empty() ? "" : "failed");
     }
-    for (const auto& r : s["not_run"]) {
-      rows.push_back({esc(r["group"]), esc(r["seed"]), esc(r["run_id"]), esc(r["state"]), "no", "—", esc(r["note"].get<std::string>())});
+    for (const auto& r : s.at("not_run")) {
+      rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(r.at("run_id")), esc(r.at("state")), "no", "—",
+                      esc(r.at("note").get<std::string>())});
       classes.push_back("failed");
     }
     add("<h3>Runs</h3>\n");
     table({"config", "seed", "run", "status", "analysed", "steps", "note"}, rows, classes);
-    if (!s["common"].empty()) {
+    if (!s.at("common").empty()) {
       add("<details><summary>Settings common to every config</summary>\n");
       rows.clear();
-      for (auto it = s["common"].begin(); it != s["common"].end(); ++it)
+      for (auto it = s.at("common").begin(); it != s.at("common").end(); ++it)
         rows.push_back({esc(it.key()), esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump())});
       table({"key", "value"}, rows);
       add("</details>\n");
     }
     add("<h3>Machines</h3>\n");
-    if (s["machines"].empty()) p("No run directory could be read: no fingerprint.", "note");
+    if (s.at("machines").empty()) p("No run directory could be read: no fingerprint.", "note");
     int n = 0;
-    for (const auto& mc : s["machines"]) {
+    for (const auto& mc : s.at("machines")) {
       std::string groups;
-      for (const auto& g : mc["groups"]) groups += (groups.empty() ? "" : ", ") + esc(g);
-      p(fmt::format("<strong>Machine {}</strong>: {} — {} runs ({})", ++n, esc(mc["summary"].get<std::string>()),
-                    show(mc["runs"]), groups));
+      for (const auto& g : mc.at("groups")) groups += (groups.empty() ? "" : ", ") + esc(g);
+      p(fmt::format("<strong>Machine {}</strong>: {} — {} runs ({})", ++n, esc(mc.at("summary").get<std::string>()),
+                    show(mc.at("runs")), groups));
       rows.clear();
-      for (auto it = mc["flat"].begin(); it != mc["flat"].end(); ++it) rows.push_back({esc(it.key()), esc(it.value().get<std::string>())});
+      for (auto it = mc.at("flat").begin(); it != mc.at("flat").end(); ++it)
+        rows.push_back({esc(it.key()), esc(it.value().get<std::string>())});
       add("<details><summary>Environment fingerprint</summary>\n");
       table({"key", "value"}, rows);
       add("</details>\n");
     }
     add("<details><summary>Definitions and options of the analysis</summary>\n");
     rows.clear();
-    for (auto it = s["definitions"].begin(); it != s["definitions"].end(); ++it)
+    for (auto it = s.at("definitions").begin(); it != s.at("definitions").end(); ++it)
       rows.push_back({esc(it.key()), esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump())});
     table({"definition", "value"}, rows);
     add("</details>\n</section>\n");
   }
 
   void loss() {
-    const json& l = m["loss"];
+    const json& l = m.at("loss");
     add("<section id=\"loss\">\n<h2>3. Loss</h2>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : l["groups"]) {
-      const json& f = g["final_loss"];
-      rows.push_back({esc(g["name"]), esc(f.value("n", json())), esc(f.value("median", json())), esc(f.value("q1", json())),
-                      esc(f.value("q3", json())), esc(f.value("min", json())), esc(f.value("max", json()))});
+    for (const auto& g : l.at("groups")) {
+      const json& f = g.at("final_loss");
+      rows.push_back({esc(g.at("name")), esc(f.value("n", json())), esc(f.value("median", json())),
+                      esc(f.value("q1", json())), esc(f.value("q3", json())), esc(f.value("min", json())),
+                      esc(f.value("max", json()))});
     }
     table({"config", "runs", "median final loss", "q1", "q3", "min", "max"}, rows);
-    if (!l["not_learning"].empty()) {
+    if (!l.at("not_learning").empty()) {
       add("<div class=\"callouts\"><strong>Runs that do not learn</strong> (evaluation error not below the trivial "
           "baseline's; they are in the statistics, and flagged here):<ul>\n");
-      for (const auto& r : l["not_learning"])
-        add(fmt::format("<li>{} seed {} ({}): evaluation MSE {} against the baseline's {}</li>\n", esc(r["group"]),
-                        esc(r["seed"]), esc(r["run_id"]), esc(r["eval_mse"]), esc(r["baseline_mse"])));
+      for (const auto& r : l.at("not_learning"))
+        add(fmt::format("<li>{} seed {} ({}): evaluation MSE {} against the baseline's {}</li>\n", esc(r.at("group")),
+                        esc(r.at("seed")), esc(r.at("run_id")), esc(r.at("eval_mse")), esc(r.at("baseline_mse"))));
       add("</ul></div>\n");
     }
     figures("loss");
@@ -262,38 +268,40 @@ struct Page {
   }
 
   void saddles() {
-    const json& s = m["saddles"];
+    const json& s = m.at("saddles");
     add("<section id=\"saddles\">\n<h2>4. Saddle episodes</h2>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : s["groups"]) {
+    for (const auto& g : s.at("groups")) {
       const json& t = g.value("time_in_saddle", json::object());
-      rows.push_back({esc(g["name"]), esc(g["n_runs"]), esc(g["n_with_curvature"]), esc(g["n_with_episode"]),
-                      esc(g["n_escaped"]), esc(g["n_censored"]), esc(g["median_escape_steps"]),
-                      "[" + esc(g["median_escape_lower"]) + ", " + esc(g["median_escape_upper"]) + "]",
+      rows.push_back({esc(g.at("name")), esc(g.at("n_runs")), esc(g.at("n_with_curvature")),
+                      esc(g.at("n_with_episode")), esc(g.at("n_escaped")), esc(g.at("n_censored")),
+                      esc(g.at("median_escape_steps")),
+                      "[" + esc(g.at("median_escape_lower")) + ", " + esc(g.at("median_escape_upper")) + "]",
                       esc(t.value("median", json()))});
     }
     table({"config", "runs", "with curvature", "with an episode", "escaped", "censored", "median escape (steps)", "CI",
            "median time in saddle"},
           rows);
-    if (s["n_episodes"].get<int64_t>() == 0)
+    if (s.at("n_episodes").get<int64_t>() == 0)
       p("No saddle episode was found in any run at the curvature probe's cadence (see the definitions in section 2): "
         "there is no escape time to compare, and the escape tests are not testable.", "note");
     figures("saddles");
-    const json& th = s["theory"];
+    const json& th = s.at("theory");
     if (th.is_object())
-      p(th["slope"].is_number()
+      p(th.at("slope").is_number()
             ? fmt::format("Theory fit ({}): observed = {} + {} × predicted, slope standard error {}, R² {}, n = {}.",
-                          esc(th.value("scope", json())), esc(th["intercept"]), esc(th["slope"]),
-                          esc(th.value("slope_std_error", json())), esc(th["r2"]), esc(th["n"]))
+                          esc(th.value("scope", json())), esc(th.at("intercept")), esc(th.at("slope")),
+                          esc(th.value("slope_std_error", json())), esc(th.at("r2")), esc(th.at("n")))
             : "Theory fit: " + esc(th.value("note", json("none"))) + ".",
         "note");
     rows.clear();
-    for (const auto& r : s["runs"])
+    for (const auto& r : s.at("runs"))
       if (r.value("episodes", json()).is_array())
-        for (const auto& e : r["episodes"])
-          rows.push_back({esc(r["group"]), esc(r["seed"]), esc(e["entry_step"]), esc(e["exit_step"]),
-                          e.value("censored", false) ? "censored" : esc(e.value("exit_rule", json())), esc(e["escape_steps"]),
-                          esc(e["lambda_min_entry"]), esc(e["lambda_max_entry"]), esc(e["grad_norm_entry"]),
+        for (const auto& e : r.at("episodes"))
+          rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(e.at("entry_step")), esc(e.at("exit_step")),
+                          e.value("censored", false) ? "censored" : esc(e.value("exit_rule", json())),
+                          esc(e.at("escape_steps")), esc(e.at("lambda_min_entry")), esc(e.at("lambda_max_entry")),
+                          esc(e.at("grad_norm_entry")),
                           esc(e.value("theory", json::object()).value("predicted_escape_steps", json()))});
     if (!rows.empty()) {
       add("<details><summary>Every episode</summary>\n");
@@ -306,26 +314,28 @@ struct Page {
   }
 
   void rounding() {
-    const json& r = m["rounding"];
+    const json& r = m.at("rounding");
     add("<section id=\"rounding\">\n<h2>5. Rounding</h2>\n");
-    if (r["groups"].empty()) {
+    if (r.at("groups").empty()) {
       p("No run of this study recorded op taps (the ops probe): there are no per-op rounding errors to show.", "note");
       return add("</section>\n");
     }
-    if (!r["zero_term_callouts"].empty()) {
+    if (!r.at("zero_term_callouts").empty()) {
       add("<div class=\"callouts\"><strong>Nonzero results from all-zero terms:</strong><ul>\n");
-      for (const auto& c : r["zero_term_callouts"]) add("<li>" + esc(c.get<std::string>()) + "</li>\n");
+      for (const auto& c : r.at("zero_term_callouts")) add("<li>" + esc(c.get<std::string>()) + "</li>\n");
       add("</ul></div>\n");
     }
-    for (const auto& g : r["groups"]) {
-      add(fmt::format("<h3>{} <span class=\"note\">({} runs with op taps)</span></h3>\n", esc(g["name"]), show(g["runs_with_taps"])));
+    for (const auto& g : r.at("groups")) {
+      add(fmt::format("<h3>{} <span class=\"note\">({} runs with op taps)</span></h3>\n", esc(g.at("name")),
+                      show(g.at("runs_with_taps"))));
       std::vector<std::vector<std::string>> rows;
       std::vector<std::string> classes;
-      for (const auto& o : g["ops"]) {
-        rows.push_back({esc(o["op"]), esc(o["phase"]), esc(o["kernel"]), esc(o["dtype"]), esc(o["samples"]),
-                        esc(o["median_abs_ulp"]), esc(o["max_abs_ulp"]), esc(o["beyond"]), esc(o["fraction_beyond"]),
-                        esc(o["max_bound_ratio"]), esc(o["zero_terms"]), esc(o["nonfinite"])});
-        classes.push_back(o["beyond"].get<int64_t>() > 0 ? "beyond" : "");
+      for (const auto& o : g.at("ops")) {
+        rows.push_back({esc(o.at("op")), esc(o.at("phase")), esc(o.at("kernel")), esc(o.at("dtype")),
+                        esc(o.at("samples")), esc(o.at("median_abs_ulp")), esc(o.at("max_abs_ulp")),
+                        esc(o.at("beyond")), esc(o.at("fraction_beyond")), esc(o.at("max_bound_ratio")),
+                        esc(o.at("zero_terms")), esc(o.at("nonfinite"))});
+        classes.push_back(o.at("beyond").get<int64_t>() > 0 ? "beyond" : "");
       }
       table({"op", "phase", "kernel", "dtype", "samples", "median |ULP|", "max |ULP|", "beyond bound", "fraction beyond",
              "max error/bound", "all-zero terms", "non-finite"},
@@ -338,14 +348,14 @@ struct Page {
   }
 
   void divergence() {
-    const json& d = m["divergence"];
+    const json& d = m.at("divergence");
     add("<section id=\"divergence\">\n<h2>6. Divergence and attribution</h2>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& pr : d["pairs"]) {
-      const json& g = pr.value("growth", json::object());
-      rows.push_back({esc(pr["a"]) + " vs " + esc(pr["b"]), esc(pr["seed"]), esc(pr["first_loss_step"]),
-                      esc(pr["first_param_step"]), esc(pr["final_rel_l2"]), esc(g.value("rate_per_step", json())),
-                      esc(pr.value("error", json()))});
+    for (const auto& pr : d.at("pairs")) {
+      const json& g = field(pr, "growth");
+      rows.push_back({esc(pr.at("a")) + " vs " + esc(pr.at("b")), esc(pr.at("seed")), esc(field(pr, "first_loss_step")),
+                      esc(field(pr, "first_param_step")), esc(field(pr, "final_rel_l2")),
+                      esc(field(g, "rate_per_step")), esc(field(pr, "error"))});
     }
     if (rows.empty()) p("No two configs share a seed: no paired runs to compare.", "note");
     else table({"pair", "seed", "first differing loss step", "first differing parameter step", "final ‖θa − θb‖/‖θa‖",
@@ -355,23 +365,25 @@ struct Page {
     add("<h3>Attribution: rounding or code?</h3>\n");
     rows.clear();
     std::vector<std::string> classes;
-    for (const auto& a : d["attribution"]) {
-      rows.push_back({esc(a["a"]) + " vs " + esc(a["b"]), esc(a["seed"]), esc(a["verdict"]), esc(a["step"]), esc(a["op"]),
-                      esc(a["phase"]), esc(a["config"]), esc(a["evidence"]), esc(a.value("reason", json()))});
-      classes.push_back(a["verdict"] == "code" ? "beyond" : "");
+    for (const auto& a : d.at("attribution")) {
+      rows.push_back({esc(a.at("a")) + " vs " + esc(a.at("b")), esc(a.at("seed")), esc(a.at("verdict")),
+                      esc(a.at("step")), esc(a.at("op")), esc(a.at("phase")), esc(a.at("config")),
+                      esc(a.at("evidence")), esc(a.value("reason", json()))});
+      classes.push_back(a.at("verdict") == "code" ? "beyond" : "");
     }
     if (rows.empty()) p("No attribution: the analysis compared no pair of configs.", "note");
     else table({"pair", "seed", "verdict", "step", "op", "phase", "beyond in", "evidence", "reason"}, rows, classes);
-    for (const auto& a : d["attribution"]) {
-      if (!a.value("ops", json()).is_array() || a["ops"].empty()) continue;
-      add(fmt::format("<details><summary>Per-op evidence: {} vs {}, seed {}</summary>\n", esc(a["a"]), esc(a["b"]), esc(a["seed"])));
+    for (const auto& a : d.at("attribution")) {
+      if (!a.value("ops", json()).is_array() || a.at("ops").empty()) continue;
+      add(fmt::format("<details><summary>Per-op evidence: {} vs {}, seed {}</summary>\n", esc(a.at("a")),
+                      esc(a.at("b")), esc(a.at("seed"))));
       rows.clear();
       classes.clear();
-      for (const auto& o : a["ops"]) {
-        rows.push_back({esc(o["op"]), esc(o["phase"]), esc(o["verdict"]), esc(o["compared"]), esc(o["differing"]),
-                        esc(o["beyond_a"]), esc(o["beyond_b"]), esc(o["max_ratio_a"]), esc(o["max_ratio_b"]),
-                        esc(o["max_abs_ulp_a"]), esc(o["max_abs_ulp_b"])});
-        classes.push_back(o["verdict"] == "code" ? "beyond" : "");
+      for (const auto& o : a.at("ops")) {
+        rows.push_back({esc(o.at("op")), esc(o.at("phase")), esc(o.at("verdict")), esc(o.at("compared")),
+                        esc(o.at("differing")), esc(o.at("beyond_a")), esc(o.at("beyond_b")), esc(o.at("max_ratio_a")),
+                        esc(o.at("max_ratio_b")), esc(o.at("max_abs_ulp_a")), esc(o.at("max_abs_ulp_b"))});
+        classes.push_back(o.at("verdict") == "code" ? "beyond" : "");
       }
       table({"op", "phase", "verdict", "compared", "differing", "beyond (a)", "beyond (b)", "max error/bound (a)",
              "max error/bound (b)", "max |ULP| (a)", "max |ULP| (b)"},
@@ -382,18 +394,19 @@ struct Page {
   }
 
   void symmetry() {
-    const json& s = m["symmetry"];
+    const json& s = m.at("symmetry");
     add("<section id=\"symmetry\">\n<h2>7. Symmetry</h2>\n");
-    if (s["runs"].empty()) {
+    if (s.at("runs").empty()) {
       p("No run of this study probed symmetry (the symmetry probe).", "note");
       return add("</section>\n");
     }
     std::vector<std::vector<std::string>> rows;
-    for (const auto& r : s["runs"])
-      for (const auto& l : r["layers"])
-        rows.push_back({esc(r["group"]), esc(r["seed"]), esc(l["layer"]), esc(l["units"]), esc(l["identical_pairs_start"]),
-                        esc(l["identical_pairs_end"]), l["broke_at_step"].is_null() ? "never" : esc(l["broke_at_step"]),
-                        esc(l["min_relative_distance_end"])});
+    for (const auto& r : s.at("runs"))
+      for (const auto& l : r.at("layers"))
+        rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(l.at("layer")), esc(l.at("units")),
+                        esc(l.at("identical_pairs_start")), esc(l.at("identical_pairs_end")),
+                        l.at("broke_at_step").is_null() ? "never" : esc(l.at("broke_at_step")),
+                        esc(l.at("min_relative_distance_end"))});
     table({"config", "seed", "layer", "units", "identical pairs at start", "at end", "symmetry broke at step",
            "closest pair's distance at end"},
           rows);
@@ -406,7 +419,7 @@ struct Page {
 
 std::string render_html(const json& m, const std::map<std::string, std::string>& svgs) {
   Page page{m, svgs, {}};
-  const std::string name = esc(m["study"].get<std::string>());
+  const std::string name = esc(m.at("study").get<std::string>());
   page.add(fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" "
                        "content=\"width=device-width, initial-scale=1\">\n<title>Saddle-point report: {}</title>\n"
                        "<style>{}</style>\n</head>\n<body>\n<header>\n<h1>Saddle-point report: {}</h1>\n",
@@ -414,7 +427,8 @@ std::string render_html(const json& m, const std::map<std::string, std::string>&
   page.p(fmt::format("{} runs ({} not in the statistics) · generated {} by saddlescope report from "
                      "<code>{}/analysis/analysis.json</code> · α = {} · also as <a href=\"report.md\">Markdown</a> "
                      "and <a href=\"report.json\">JSON</a>, every figure in <a href=\"figures/\">figures/</a>",
-                     show(m["n_runs"]), show(m["n_skipped"]), esc(m["generated"]), esc(m["study_dir"]), show(m["alpha"])),
+                     show(m.at("n_runs")), show(m.at("n_skipped")), esc(m.at("generated")), esc(m.at("study_dir")),
+                     show(m.at("alpha"))),
          "meta");
   page.add("<nav><a href=\"#verdict\">1 Verdict</a><a href=\"#setup\">2 Setup</a><a href=\"#loss\">3 Loss</a>"
            "<a href=\"#saddles\">4 Saddles</a><a href=\"#rounding\">5 Rounding</a><a href=\"#divergence\">6 Divergence</a>"

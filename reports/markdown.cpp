@@ -33,110 +33,119 @@ std::string table(const std::vector<std::string>& head, const std::vector<std::v
 
 std::string figures(const json& m, const std::string& section) {
   std::string s;
-  for (const auto& f : m["figures"])
-    if (f["section"] == section)
-      s += fmt::format("![Figure {}. {}](figures/{}.png)\n\n*Figure {}. {}.* {} ([SVG](figures/{}.svg), "
-                       "[data](figures/{}))\n\n",
-                       show(f["number"]), f["title"].get<std::string>(), f["name"].get<std::string>(), show(f["number"]),
-                       f["title"].get<std::string>(), f["caption"].get<std::string>(), f["name"].get<std::string>(),
-                       f["files"][3].get<std::string>());
+  for (const auto& f : m.at("figures"))
+    if (f.at("section") == section)
+      s += fmt::format(
+          "![Figure {}. {}](figures/{}.png)\n\n*Figure {}. {}.* {} ([SVG](figures/{}.svg), "
+          "[data](figures/{}))\n\n",
+          show(f.at("number")), f.at("title").get<std::string>(), f.at("name").get<std::string>(), show(f.at("number")),
+          f.at("title").get<std::string>(), f.at("caption").get<std::string>(), f.at("name").get<std::string>(),
+          f.at("files").at(3).get<std::string>());
   return s;
 }
 
 }  // namespace
 
 std::string render_markdown(const json& m) {
-  std::string s = fmt::format("# Saddle-point report: {}\n\n{} runs ({} not in the statistics), generated {} from "
-                              "`{}/analysis/analysis.json`; α = {}. The full report: `index.html`; every number: "
-                              "`report.json`.\n\n",
-                              m["study"].get<std::string>(), show(m["n_runs"]), show(m["n_skipped"]),
-                              m["generated"].get<std::string>(), m["study_dir"].get<std::string>(), show(m["alpha"]));
-  const json& v = m["verdict"];
-  s += "## 1. Verdict\n\n**" + v["headline"].get<std::string>() + "**\n\n";
-  if (!m["warnings"].empty()) {
+  std::string s = fmt::format(
+      "# Saddle-point report: {}\n\n{} runs ({} not in the statistics), generated {} from "
+      "`{}/analysis/analysis.json`; α = {}. The full report: `index.html`; every number: "
+      "`report.json`.\n\n",
+      m.at("study").get<std::string>(), show(m.at("n_runs")), show(m.at("n_skipped")),
+      m.at("generated").get<std::string>(), m.at("study_dir").get<std::string>(), show(m.at("alpha")));
+  const json& v = m.at("verdict");
+  s += "## 1. Verdict\n\n**" + v.at("headline").get<std::string>() + "**\n\n";
+  if (!m.at("warnings").empty()) {
     s += "Partial or changed since the analysis:\n\n";
-    for (const auto& w : m["warnings"]) s += "- " + w.get<std::string>() + "\n";
+    for (const auto& w : m.at("warnings")) s += "- " + w.get<std::string>() + "\n";
     s += "\n";
   }
-  for (const auto& t : v["sentences"]) s += "- " + t.get<std::string>() + "\n";
+  for (const auto& t : v.at("sentences")) s += "- " + t.get<std::string>() + "\n";
   s += "\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& c : v["comparisons"]) {
-    const json& fl = c["final_loss"];
-    rows.push_back({cell(c["a"]) + " vs " + cell(c["b"]), cell(c["findings"]["final_loss"]), cell(fl["median_difference"]),
-                    "[" + cell(fl["ci_low"]) + ", " + cell(fl["ci_high"]) + "]", cell(fl["cliffs_delta"]),
-                    cell(show_p(fl["p_holm"])), cell(c["power"]["final_loss"]["detectable_cliffs_delta"]),
-                    cell(c["findings"]["escape"]), cell(show_p(c["logrank"]["p_holm"])), cell(c["findings"]["cause"])});
+  for (const auto& c : v.at("comparisons")) {
+    const json& fl = c.at("final_loss");
+    rows.push_back({cell(c.at("a")) + " vs " + cell(c.at("b")), cell(c.at("findings").at("final_loss")),
+                    cell(field(fl, "median_difference")),
+                    "[" + cell(field(fl, "ci_low")) + ", " + cell(field(fl, "ci_high")) + "]",
+                    cell(field(fl, "cliffs_delta")), cell(show_p(fl.at("p_holm"))),
+                    cell(c.at("power").at("final_loss").at("detectable_cliffs_delta")),
+                    cell(c.at("findings").at("escape")), cell(show_p(c.at("logrank").at("p_holm"))),
+                    cell(c.at("findings").at("cause"))});
   }
   if (!rows.empty())
     s += table({"a vs b", "final loss", "median a − b", "CI", "Cliff's δ", "Holm p", "detectable \\|δ\\|", "escape",
                 "log-rank Holm p", "cause"},
                rows);
 
-  const json& st = m["setup"];
+  const json& st = m.at("setup");
   s += "## 2. Setup\n\n";
   rows.clear();
-  for (const auto& r : st["runs"])
-    rows.push_back({cell(r["group"]), cell(r["seed"]), cell(r["status"]), r["analysed"].get<bool>() ? "yes" : "no",
-                    cell(r["note"].get<std::string>())});
-  for (const auto& r : st["not_run"])
-    rows.push_back({cell(r["group"]), cell(r["seed"]), cell(r["state"]), "no", cell(r["note"].get<std::string>())});
+  for (const auto& r : st.at("runs"))
+    rows.push_back({cell(r.at("group")), cell(r.at("seed")), cell(r.at("status")),
+                    r.at("analysed").get<bool>() ? "yes" : "no", cell(r.at("note").get<std::string>())});
+  for (const auto& r : st.at("not_run"))
+    rows.push_back(
+        {cell(r.at("group")), cell(r.at("seed")), cell(r.at("state")), "no", cell(r.at("note").get<std::string>())});
   s += table({"config", "seed", "status", "analysed", "note"}, rows);
   int n = 0;
-  for (const auto& mc : st["machines"])
-    s += fmt::format("Machine {} ({} runs): {}.\n\n", ++n, show(mc["runs"]), mc["summary"].get<std::string>());
+  for (const auto& mc : st.at("machines"))
+    s += fmt::format("Machine {} ({} runs): {}.\n\n", ++n, show(mc.at("runs")), mc.at("summary").get<std::string>());
 
   s += "## 3. Loss\n\n";
   rows.clear();
-  for (const auto& g : m["loss"]["groups"]) {
-    const json& f = g["final_loss"];
-    rows.push_back({cell(g["name"]), cell(f.value("n", json())), cell(f.value("median", json())),
+  for (const auto& g : m.at("loss").at("groups")) {
+    const json& f = g.at("final_loss");
+    rows.push_back({cell(g.at("name")), cell(f.value("n", json())), cell(f.value("median", json())),
                     cell(f.value("q1", json())), cell(f.value("q3", json()))});
   }
   s += table({"config", "runs", "median final loss", "q1", "q3"}, rows);
-  for (const auto& r : m["loss"]["not_learning"])
-    s += fmt::format("- **does not learn:** {} seed {}: evaluation MSE {} against the baseline's {}\n", show(r["group"]),
-                     show(r["seed"]), show(r["eval_mse"]), show(r["baseline_mse"]));
+  for (const auto& r : m.at("loss").at("not_learning"))
+    s += fmt::format("- **does not learn:** {} seed {}: evaluation MSE {} against the baseline's {}\n",
+                     show(r.at("group")), show(r.at("seed")), show(r.at("eval_mse")), show(r.at("baseline_mse")));
   s += figures(m, "loss");
 
   s += "## 4. Saddle episodes\n\n";
   rows.clear();
-  for (const auto& g : m["saddles"]["groups"])
-    rows.push_back({cell(g["name"]), cell(g["n_runs"]), cell(g["n_with_episode"]), cell(g["n_escaped"]),
-                    cell(g["n_censored"]), cell(g["median_escape_steps"]),
-                    "[" + cell(g["median_escape_lower"]) + ", " + cell(g["median_escape_upper"]) + "]"});
+  for (const auto& g : m.at("saddles").at("groups"))
+    rows.push_back({cell(g.at("name")), cell(g.at("n_runs")), cell(g.at("n_with_episode")), cell(g.at("n_escaped")),
+                    cell(g.at("n_censored")), cell(g.at("median_escape_steps")),
+                    "[" + cell(g.at("median_escape_lower")) + ", " + cell(g.at("median_escape_upper")) + "]"});
   s += table({"config", "runs", "with an episode", "escaped", "censored", "median escape (steps)", "CI"}, rows);
   s += figures(m, "saddles");
 
   s += "## 5. Rounding\n\n";
-  for (const auto& c : m["rounding"]["zero_term_callouts"]) s += "- **" + c.get<std::string>() + "**\n";
-  for (const auto& g : m["rounding"]["groups"]) {
+  for (const auto& c : m.at("rounding").at("zero_term_callouts")) s += "- **" + c.get<std::string>() + "**\n";
+  for (const auto& g : m.at("rounding").at("groups")) {
     rows.clear();
-    for (const auto& o : g["ops"]) {
-      const bool beyond = o["beyond"].get<int64_t>() > 0;
-      rows.push_back({(beyond ? "**" : "") + cell(o["op"]) + (beyond ? "**" : ""), cell(o["phase"]), cell(o["samples"]),
-                      cell(o["median_abs_ulp"]), cell(o["max_abs_ulp"]), cell(o["beyond"]), cell(o["max_bound_ratio"])});
+    for (const auto& o : g.at("ops")) {
+      const bool beyond = o.at("beyond").get<int64_t>() > 0;
+      rows.push_back({(beyond ? "**" : "") + cell(o.at("op")) + (beyond ? "**" : ""), cell(o.at("phase")),
+                      cell(o.at("samples")), cell(o.at("median_abs_ulp")), cell(o.at("max_abs_ulp")),
+                      cell(o.at("beyond")), cell(o.at("max_bound_ratio"))});
     }
-    s += "### " + g["name"].get<std::string>() + "\n\n" +
+    s += "### " + g.at("name").get<std::string>() + "\n\n" +
          table({"op", "phase", "samples", "median \\|ULP\\|", "max \\|ULP\\|", "beyond bound", "max error/bound"}, rows);
   }
-  if (m["rounding"]["groups"].empty()) s += "No op taps recorded.\n\n";
+  if (m.at("rounding").at("groups").empty()) s += "No op taps recorded.\n\n";
   s += figures(m, "rounding");
 
   s += "## 6. Divergence and attribution\n\n";
   rows.clear();
-  for (const auto& a : m["divergence"]["attribution"])
-    rows.push_back({cell(a["a"]) + " vs " + cell(a["b"]), cell(a["seed"]), cell(a["verdict"]), cell(a["step"]),
-                    cell(a["op"]), cell(a["phase"]), cell(a["config"]), cell(a["evidence"])});
+  for (const auto& a : m.at("divergence").at("attribution"))
+    rows.push_back({cell(a.at("a")) + " vs " + cell(a.at("b")), cell(a.at("seed")), cell(a.at("verdict")),
+                    cell(a.at("step")), cell(a.at("op")), cell(a.at("phase")), cell(a.at("config")),
+                    cell(a.at("evidence"))});
   if (!rows.empty()) s += table({"pair", "seed", "verdict", "step", "op", "phase", "beyond in", "evidence"}, rows);
   s += figures(m, "divergence");
 
   s += "## 7. Symmetry\n\n";
   rows.clear();
-  for (const auto& r : m["symmetry"]["runs"])
-    for (const auto& l : r["layers"])
-      rows.push_back({cell(r["group"]), cell(r["seed"]), cell(l["layer"]), cell(l["identical_pairs_start"]),
-                      cell(l["identical_pairs_end"]), l["broke_at_step"].is_null() ? "never" : cell(l["broke_at_step"])});
+  for (const auto& r : m.at("symmetry").at("runs"))
+    for (const auto& l : r.at("layers"))
+      rows.push_back({cell(r.at("group")), cell(r.at("seed")), cell(l.at("layer")), cell(l.at("identical_pairs_start")),
+                      cell(l.at("identical_pairs_end")),
+                      l.at("broke_at_step").is_null() ? "never" : cell(l.at("broke_at_step"))});
   s += rows.empty() ? "Not probed.\n\n"
                     : table({"config", "seed", "layer", "identical pairs at start", "at end", "broke at step"}, rows);
   s += figures(m, "symmetry");

@@ -36,12 +36,6 @@ std::string base_name(const std::string& path) { return path.substr(path.find_la
 
 json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-// A field of a JSON object, or null.
-const json& field(const json& j, const char* key) {
-  static const json null;
-  return j.is_object() && j.contains(key) ? j[key] : null;
-}
-
 // Whether the analysis has the planned run: by run id, or by group and seed — a run whose study leaves
 // `threads` out resolves to the cores of the machine that reads the plan, so a report made elsewhere
 // than the runs (the H200 host's 16 cores, read on a laptop) plans other run ids for the same runs.
@@ -68,7 +62,7 @@ void flatten(const json& j, const std::string& prefix, std::map<std::string, std
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
   } else if (j.is_array() && std::any_of(j.begin(), j.end(), [](const json& e) { return e.is_structured(); })) {
-    for (size_t i = 0; i < j.size(); ++i) flatten(j[i], prefix + "." + std::to_string(i), out);
+    for (size_t i = 0; i < j.size(); ++i) flatten(j.at(i), prefix + "." + std::to_string(i), out);
   } else if (j.is_array()) {
     std::string s;
     for (const auto& e : j) s += (s.empty() ? "" : " ") + (e.is_string() ? e.get<std::string>() : e.dump());
@@ -100,11 +94,12 @@ std::string machine_summary(const std::map<std::string, std::string>& f) {
 // The words of a test's outcome at level alpha: differs, no difference found, or not testable.
 std::string finding(const json& test, double alpha) {
   const json& p = field(test, "p_holm");
-  if (!field(test, "defined").is_boolean() || !test["defined"].get<bool>() || !p.is_number()) return "not testable";
+  if (!field(test, "defined").is_boolean() || !test.at("defined").get<bool>() || !p.is_number()) return "not testable";
   if (p.get<double>() < alpha) return "differs";
   // A Mann–Whitney test that could not reach alpha with any data says nothing: not "no difference".
   if (field(test, "n_a").is_number_integer() && field(test, "n_b").is_number_integer() &&
-      analysis::mann_whitney_detectable(test["n_a"].get<int64_t>(), test["n_b"].get<int64_t>(), alpha).min_p > alpha)
+      analysis::mann_whitney_detectable(test.at("n_a").get<int64_t>(), test.at("n_b").get<int64_t>(), alpha).min_p >
+          alpha)
     return "too few runs to tell";
   return "no difference found";
 }
@@ -124,7 +119,7 @@ json power_of(const json& test, double alpha) {
 
 // One comparison's sentence-ready record: the analysis's numbers, the findings and the power.
 json comparison_model(const json& c, const json& attribution, double alpha) {
-  json out = {{"a", c["a"]}, {"b", c["b"]}, {"p_holm", c["p_holm"]}};
+  json out = {{"a", c.at("a")}, {"b", c.at("b")}, {"p_holm", c.at("p_holm")}};
   for (const char* k : {"escape", "logrank", "final_loss", "time_in_saddle"}) out[k] = field(c, k);
   json lr = field(c, "logrank");
   out["findings"] = {
@@ -136,53 +131,56 @@ json comparison_model(const json& c, const json& attribution, double alpha) {
                   {"time_in_saddle", power_of(field(c, "time_in_saddle"), alpha)}};
   out["attribution"] = nullptr;
   for (const auto& a : attribution)
-    if (a["a"] == c["a"] && a["b"] == c["b"]) {
+    if (a.at("a") == c.at("a") && a.at("b") == c.at("b")) {
       json copy = a;
       copy.erase("ops");
       out["attribution"] = copy;
-      out["findings"]["cause"] = a["verdict"];
+      out["findings"]["cause"] = a.at("verdict");
     }
   if (!out["findings"].contains("cause")) out["findings"]["cause"] = "not examined";
   return out;
 }
 
 std::string comparison_sentence(const json& c, double alpha) {
-  const json& f = c["findings"];
-  std::string s = fmt::format("{} vs {}: ", c["a"].get<std::string>(), c["b"].get<std::string>());
-  const json& fl = c["final_loss"];
-  if (f["final_loss"] == "not testable") {
+  const json& f = c.at("findings");
+  std::string s = fmt::format("{} vs {}: ", c.at("a").get<std::string>(), c.at("b").get<std::string>());
+  const json& fl = c.at("final_loss");
+  if (f.at("final_loss") == "not testable") {
     s += "final loss not testable";
   } else {
     s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})",
-                     f["final_loss"].get<std::string>(), show(fl["median_difference"]), show(fl["ci_low"]),
-                     show(fl["ci_high"]), show(fl["cliffs_delta"]), show_p(fl["p_holm"]));
-    const json& pw = c["power"]["final_loss"];
-    if (f["final_loss"] != "differs") {
-      if (pw["detectable_cliffs_delta"].is_number())
-        s += fmt::format(", though with {} vs {} runs only an effect of |δ| ≥ {} (a shift of {} SD) was "
-                         "detectable at power 0.8",
-                         pw["n_a"].get<int64_t>(), pw["n_b"].get<int64_t>(), show(pw["detectable_cliffs_delta"]),
-                         show(pw["detectable_shift_sd"]));
+                     f.at("final_loss").get<std::string>(), show(fl.at("median_difference")), show(fl.at("ci_low")),
+                     show(fl.at("ci_high")), show(fl.at("cliffs_delta")), show_p(fl.at("p_holm")));
+    const json& pw = c.at("power").at("final_loss");
+    if (f.at("final_loss") != "differs") {
+      if (pw.at("detectable_cliffs_delta").is_number())
+        s += fmt::format(
+            ", though with {} vs {} runs only an effect of |δ| ≥ {} (a shift of {} SD) was "
+            "detectable at power 0.8",
+            pw.at("n_a").get<int64_t>(), pw.at("n_b").get<int64_t>(), show(pw.at("detectable_cliffs_delta")),
+            show(pw.at("detectable_shift_sd")));
       else
         s += fmt::format(", and with {} vs {} runs no effect could have reached α = {} (smallest possible p {})",
-                         pw["n_a"].get<int64_t>(), pw["n_b"].get<int64_t>(), show(json(alpha)), show_p(pw["min_p"]));
+                         pw.at("n_a").get<int64_t>(), pw.at("n_b").get<int64_t>(), show(json(alpha)),
+                         show_p(pw.at("min_p")));
     }
   }
-  const json& lr = c["logrank"];
-  if (f["escape"] == "not testable") s += "; escape not testable (no escape times to compare)";
-  else s += fmt::format("; escape {} (log-rank Holm p {})", f["escape"].get<std::string>(), show_p(lr["p_holm"]));
-  const json& at = c["attribution"];
+  const json& lr = c.at("logrank");
+  if (f.at("escape") == "not testable") s += "; escape not testable (no escape times to compare)";
+  else s += fmt::format("; escape {} (log-rank Holm p {})", f.at("escape").get<std::string>(), show_p(lr.at("p_holm")));
+  const json& at = c.at("attribution");
   if (at.is_object()) {
-    const std::string v = at["verdict"].is_string() ? at["verdict"].get<std::string>() : "none";
+    const std::string v = at.at("verdict").is_string() ? at.at("verdict").get<std::string>() : "none";
     if (v == "identical") s += "; the paired runs are bitwise identical";
     else if (v == "rounding")
-      s += fmt::format("; their runs differ by rounding only (first at {} {}, step {})", at["op"].is_string() ? at["op"].get<std::string>() : "?",
-                       at["phase"].is_string() ? at["phase"].get<std::string>() : "", show(at["step"]));
+      s += fmt::format("; their runs differ by rounding only (first at {} {}, step {})",
+                       at.at("op").is_string() ? at.at("op").get<std::string>() : "?",
+                       at.at("phase").is_string() ? at.at("phase").get<std::string>() : "", show(at.at("step")));
     else if (v == "code")
       s += fmt::format("; their runs differ by a code-path difference at {} {} in {} (step {}), beyond rounding",
-                       at["op"].is_string() ? at["op"].get<std::string>() : "?",
-                       at["phase"].is_string() ? at["phase"].get<std::string>() : "",
-                       at["config"].is_string() ? at["config"].get<std::string>() : "?", show(at["step"]));
+                       at.at("op").is_string() ? at.at("op").get<std::string>() : "?",
+                       at.at("phase").is_string() ? at.at("phase").get<std::string>() : "",
+                       at.at("config").is_string() ? at.at("config").get<std::string>() : "?", show(at.at("step")));
     else if (v == "undetermined")
       s += "; their runs differ, but every sampled op agrees on identical inputs (the cause lies outside the sampled ops)";
     else s += "; what makes their runs differ could not be examined";
@@ -199,9 +197,9 @@ json verdict_model(const StudyData& study, double alpha) {
   for (const auto& c : field(a, "comparisons")) {
     json m = comparison_model(c, field(a, "attribution"), alpha);
     const json& f = m["findings"];
-    if (f["final_loss"] == "differs" || f["escape"] == "differs" || f["time_in_saddle"] == "differs") ++differ;
-    else if (f["final_loss"] == "too few runs to tell") ++too_few;
-    ++causes[f["cause"].get<std::string>()];
+    if (f.at("final_loss") == "differs" || f.at("escape") == "differs" || f.at("time_in_saddle") == "differs") ++differ;
+    else if (f.at("final_loss") == "too few runs to tell") ++too_few;
+    ++causes[f.at("cause").get<std::string>()];
     m["sentence"] = comparison_sentence(m, alpha);
     sentences.push_back(m["sentence"]);
     comparisons.push_back(std::move(m));
@@ -237,7 +235,7 @@ json setup_model(const StudyData& study) {
   // is one value within each group (seeds vary within a group and are not axes).
   std::map<std::string, std::vector<const RunData*>> by_group;
   for (const auto& r : study.runs)
-    if (r.manifest && field(r.entry, "group").is_string()) by_group[r.entry["group"]].push_back(&r);
+    if (r.manifest && field(r.entry, "group").is_string()) by_group[r.entry.at("group")].push_back(&r);
   std::set<std::string> keys, within_varies;
   for (const auto& [g, runs] : by_group)
     for (const RunData* r : runs)
@@ -265,12 +263,16 @@ json setup_model(const StudyData& study) {
   json runs = json::array();
   for (const auto& r : study.runs) {
     const json& e = r.entry;
-    std::string note = field(e, "skipped").is_string() ? e["skipped"].get<std::string>() : "";
+    std::string note = field(e, "skipped").is_string() ? e.at("skipped").get<std::string>() : "";
     if (r.manifest && !r.manifest->error.empty()) note = r.manifest->error;
     if (r.newer_than_analysis) note += std::string(note.empty() ? "" : "; ") + "changed after the analysis";
     for (const auto& n : r.notes) note += std::string(note.empty() ? "" : "; ") + n;
-    runs.push_back({{"run_id", e["run_id"]}, {"group", e["group"]}, {"seed", e["seed"]}, {"status", e["status"]},
-                    {"analysed", field(e, "skipped").is_null()}, {"steps_completed", field(e, "steps_completed")},
+    runs.push_back({{"run_id", e.at("run_id")},
+                    {"group", e.at("group")},
+                    {"seed", e.at("seed")},
+                    {"status", e.at("status")},
+                    {"analysed", field(e, "skipped").is_null()},
+                    {"steps_completed", field(e, "steps_completed")},
                     {"note", note}});
   }
   json not_run = json::array();
@@ -299,8 +301,8 @@ json setup_model(const StudyData& study) {
     }
     json& m = machines[it->second];
     m["runs"] = m["runs"].get<int>() + 1;
-    if (std::find(m["groups"].begin(), m["groups"].end(), r.entry["group"]) == m["groups"].end())
-      m["groups"].push_back(r.entry["group"]);
+    if (std::find(m["groups"].begin(), m["groups"].end(), r.entry.at("group")) == m["groups"].end())
+      m["groups"].push_back(r.entry.at("group"));
   }
   return {{"groups", groups}, {"axes", axes}, {"common", common}, {"runs", runs}, {"not_run", not_run},
           {"machines", machines}, {"definitions", field(study.analysis, "definitions")}};
@@ -309,13 +311,13 @@ json setup_model(const StudyData& study) {
 json loss_model(const StudyData& study) {
   json groups = json::array();
   for (const auto& g : field(study.analysis, "groups"))
-    groups.push_back({{"name", g["name"]}, {"n_runs", g["n_runs"]}, {"final_loss", g["final_loss"]}});
+    groups.push_back({{"name", g.at("name")}, {"n_runs", g.at("n_runs")}, {"final_loss", g.at("final_loss")}});
   json not_learning = json::array();
   for (const auto& r : study.runs) {
     const json& e = r.entry;
-    if (field(e, "learns").is_boolean() && !e["learns"].get<bool>())
-      not_learning.push_back({{"run_id", e["run_id"]}, {"group", e["group"]}, {"seed", e["seed"]},
-                              {"eval_mse", e["eval_mse"]}, {"baseline_mse", e["baseline_mse"]}});
+    if (field(e, "learns").is_boolean() && !e.at("learns").get<bool>())
+      not_learning.push_back({{"run_id", e.at("run_id")}, {"group", e.at("group")}, {"seed", e.at("seed")},
+                              {"eval_mse", e.at("eval_mse")}, {"baseline_mse", e.at("baseline_mse")}});
   }
   return {{"groups", groups}, {"not_learning", not_learning}, {"loss_window", field(field(study.analysis, "definitions"), "loss_window")}};
 }
@@ -332,11 +334,11 @@ json saddles_model(const StudyData& study) {
   for (const auto& r : study.runs) {
     const json& e = r.entry;
     if (!field(e, "skipped").is_null()) continue;
-    json row = {{"run_id", e["run_id"]}, {"group", e["group"]}, {"seed", e["seed"]}};
+    json row = {{"run_id", e.at("run_id")}, {"group", e.at("group")}, {"seed", e.at("seed")}};
     for (const char* k : {"probe_count", "probe_interval", "gradient_scale", "time_in_saddle", "episodes", "episodes_note",
                           "level_crossings"})
-      if (e.contains(k)) row[k] = e[k];
-    if (field(e, "episodes").is_array()) episodes += static_cast<int64_t>(e["episodes"].size());
+      if (e.contains(k)) row[k] = e.at(k);
+    if (field(e, "episodes").is_array()) episodes += static_cast<int64_t>(e.at("episodes").size());
     runs.push_back(row);
   }
   return {{"groups", groups}, {"runs", runs}, {"n_episodes", episodes}, {"theory", field(study.analysis, "theory")}};
@@ -355,7 +357,7 @@ json rounding_model(const StudyData& study) {
     std::vector<store::OpRow> rows;
     int64_t runs = 0;
     for (const auto& r : study.runs)
-      if (r.entry["group"] == name && !r.ops.empty()) {
+      if (r.entry.at("group") == name && !r.ops.empty()) {
         rows.insert(rows.end(), r.ops.begin(), r.ops.end());
         ++runs;
       }
@@ -397,12 +399,20 @@ json symmetry_model(const StudyData& study) {
     }
     json ls = json::array();
     for (auto& [name, l] : layers) ls.push_back(l);
-    runs.push_back({{"run_id", r.entry["run_id"]}, {"group", r.entry["group"]}, {"seed", r.entry["seed"]}, {"layers", ls}});
+    runs.push_back({{"run_id", r.entry.at("run_id")},
+                    {"group", r.entry.at("group")},
+                    {"seed", r.entry.at("seed")},
+                    {"layers", ls}});
   }
   return {{"runs", runs}};
 }
 
 }  // namespace
+
+const json& field(const json& j, const char* key) {
+  static const json null;
+  return j.is_object() && j.contains(key) ? j.at(key) : null;
+}
 
 std::string run_label(const json& run) {
   return fmt::format("{} s{}", field(run, "group").is_string() ? field(run, "group").get<std::string>() : "?",
@@ -448,7 +458,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
     if (!field(s.analysis, k).is_array()) return Status::Error(fmt::format("{}: {} must be an array", path, k));
   for (const auto& g : s.analysis["groups"]) {
     if (!field(g, "name").is_string()) return Status::Error(path + ": groups[].name must be a string");
-    s.group_names.push_back(g["name"]);
+    s.group_names.push_back(g.at("name"));
   }
   const double analysed_at = mtime(path);
   std::set<std::string> listed;
@@ -457,7 +467,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
       return Status::Error(path + ": runs[] entries need a path and a run_id string");
     RunData r;
     r.entry = e;
-    const std::string run_path = dir + "/" + e["path"].get<std::string>();
+    const std::string run_path = dir + "/" + e.at("path").get<std::string>();
     listed.insert(base_name(run_path));
     auto run = store::RunDir::open(run_path);
     if (!run) {
@@ -471,13 +481,15 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
       read_into(*run, &store::RunDir::symmetry, store::kSymmetry.file, r.symmetry, r.notes);
     }
     const std::string who = run_label(e);
-    for (const auto& n : r.notes) s.warnings.push_back(fmt::format("run {} ({}): {}", who, e["run_id"].get<std::string>(), n));
+    for (const auto& n : r.notes)
+      s.warnings.push_back(fmt::format("run {} ({}): {}", who, e.at("run_id").get<std::string>(), n));
     if (r.newer_than_analysis)
       s.warnings.push_back(fmt::format("run {} ({}) changed after the analysis: rerun `saddlescope analyze`", who,
-                                       e["run_id"].get<std::string>()));
+                                       e.at("run_id").get<std::string>()));
     if (field(e, "skipped").is_string())
-      s.warnings.push_back(fmt::format("run {} ({}) is {} and not in the statistics: {}", who, e["run_id"].get<std::string>(),
-                                       show(e["status"]), e["skipped"].get<std::string>()));
+      s.warnings.push_back(fmt::format("run {} ({}) is {} and not in the statistics: {}", who,
+                                       e.at("run_id").get<std::string>(), show(e.at("status")),
+                                       e.at("skipped").get<std::string>()));
     s.runs.push_back(std::move(r));
   }
   for (const auto& d : store::list_run_dirs(dir))
@@ -493,7 +505,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
 
 json build_model(const StudyData& study) {
   const json& defs = field(study.analysis, "definitions");
-  const double level = field(defs, "level").is_number() ? defs["level"].get<double>() : 0.95;
+  const double level = field(defs, "level").is_number() ? defs.at("level").get<double>() : 0.95;
   const double alpha = std::round((1 - level) * 1e12) / 1e12;
   return {{"schema_version", 1},
           {"study", study.name},

@@ -57,6 +57,15 @@ std::string render_html(const nlohmann::json& model, const std::map<std::string,
 // report.md: the same content for terminals, figures linked as PNG.
 std::string render_markdown(const nlohmann::json& model);
 
+// How the report reads analysis.json and the model built from it. A key the analysis always writes is
+// read with at(): absent, it throws json::out_of_range, which write_report turns into the one-line error
+// naming analysis.json and the key. A key it writes only sometimes is read with field(): the
+// estimates of a test that was not defined (only `defined`, `n_a`, `n_b`, `p`, `p_holm`), a divergence
+// that could not be computed (only the pair and its `error`), a run's curvature summary without a
+// curvature probe. Never with a const operator[]: on a missing key that is undefined behaviour.
+// `j[key]`, or null when `j` is not an object or has no `key`.
+const nlohmann::json& field(const nlohmann::json& j, const char* key);
+
 // "cpu-t1 s3": an analysis.json runs[] entry's group and seed ("?" for either when absent).
 std::string run_label(const nlohmann::json& run);
 

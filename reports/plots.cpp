@@ -92,7 +92,7 @@ int series_of(const StudyData& s, const json& group) {
   return it == s.group_names.end() ? 0 : static_cast<int>(it - s.group_names.begin()) + 1;
 }
 
-bool analysed(const RunData& r) { return r.entry.contains("skipped") && r.entry["skipped"].is_null(); }
+bool analysed(const RunData& r) { return r.entry.contains("skipped") && r.entry.at("skipped").is_null(); }
 
 
 // ---- Loss ------------------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ std::optional<Figure> loss_figure(const StudyData& s, int64_t window) {
     std::vector<std::vector<std::pair<int64_t, double>>> curves;
     int64_t last = -1;
     for (const auto& r : s.runs) {
-      if (!analysed(r) || series_of(s, r.entry["group"]) != static_cast<int>(gi + 1) || r.metrics.empty()) continue;
+      if (!analysed(r) || series_of(s, r.entry.at("group")) != static_cast<int>(gi + 1) || r.metrics.empty()) continue;
       std::vector<std::pair<int64_t, double>> c;
       double sum = 0;
       for (size_t k = 0; k < r.metrics.size(); ++k) {
@@ -164,25 +164,26 @@ std::optional<Figure> final_loss_figure(const StudyData& s) {
   std::vector<double> all;
   std::string xtics;
   int count = 0;
-  for (const auto& g : s.analysis["groups"]) {
-    const int i = series_of(s, g["name"]);
-    const json& fl = g.contains("final_loss") ? g["final_loss"] : json();
-    xtics += fmt::format("{}{} {}", xtics.empty() ? "" : ", ", gp_string(g["name"]), i);
+  for (const auto& g : s.analysis.at("groups")) {
+    const int i = series_of(s, g.at("name"));
+    const json& fl = g.contains("final_loss") ? g.at("final_loss") : json();
+    xtics += fmt::format("{}{} {}", xtics.empty() ? "" : ", ", gp_string(g.at("name")), i);
     if (!fl.is_object() || !fl.value("n", json(0)).is_number() || fl.value("n", 0) == 0) continue;
     ++count;
-    box.row({std::to_string(i), num(fl["n"]), num(fl["min"]), num(fl["q1"]), num(fl["median"]), num(fl["q3"]),
-             num(fl["max"]), text(g["name"])});
+    box.row({std::to_string(i), num(fl.at("n")), num(fl.at("min")), num(fl.at("q1")), num(fl.at("median")),
+             num(fl.at("q3")), num(fl.at("max")), text(g.at("name"))});
   }
   if (count == 0) return std::nullopt;
   std::map<int, int> k;
   for (const auto& r : s.runs) {
     if (!analysed(r) || !r.entry.value("final_loss", json()).is_number()) continue;
-    const int i = series_of(s, r.entry["group"]);
+    const int i = series_of(s, r.entry.at("group"));
     const int j = k[i]++;
     // Spread the points of a group sideways so that equal losses stay visible.
     const double x = i - 0.25 + 0.5 * ((j * 0.618034) - std::floor(j * 0.618034));
-    all.push_back(r.entry["final_loss"]);
-    points.row({std::to_string(i), num(x), r.entry["seed"].dump(), num(r.entry["final_loss"]), text(r.entry["run_id"])});
+    all.push_back(r.entry.at("final_loss"));
+    points.row({std::to_string(i), num(x), r.entry.at("seed").dump(), num(r.entry.at("final_loss")),
+                text(r.entry.at("run_id"))});
   }
   Figure f;
   f.name = "final_loss";
@@ -213,11 +214,11 @@ std::optional<Figure> episodes_figure(const StudyData& s) {
     if (!analysed(r) || !r.entry.value("episodes", json()).is_array()) continue;
     ++y;
     ytics += fmt::format("{}{} {}", ytics.empty() ? "" : ", ", gp_string(run_label(r.entry)), y);
-    for (const auto& e : r.entry["episodes"]) {
+    for (const auto& e : r.entry.at("episodes")) {
       const bool censored = e.value("censored", false);
       const json end = censored ? r.entry.value("last_probe_step", json()) : e.value("exit_step", json());
-      csv.row({std::to_string(series_of(s, r.entry["group"])), std::to_string(y), num(e["entry_step"]), num(end),
-               censored ? "1" : "0", num(e["escape_steps"]), text(r.entry["run_id"])});
+      csv.row({std::to_string(series_of(s, r.entry.at("group"))), std::to_string(y), num(e.at("entry_step")), num(end),
+               censored ? "1" : "0", num(e.at("escape_steps")), text(r.entry.at("run_id"))});
       ++n;
     }
   }
@@ -249,11 +250,11 @@ std::optional<Figure> curvature_figure(const StudyData& s, bool lambda_max) {
   std::set<int> present;
   for (const auto& r : s.runs) {
     if (r.curvature.empty()) continue;
-    const int i = series_of(s, r.entry["group"]);
+    const int i = series_of(s, r.entry.at("group"));
     present.insert(i);
     for (const auto& c : r.curvature) {
       csv.row({std::to_string(i), std::to_string(c.step), num(c.lambda_min), num(c.lambda_max), num(c.probe_loss),
-               num(c.probe_grad_norm), text(r.entry["run_id"])});
+               num(c.probe_grad_norm), text(r.entry.at("run_id"))});
       values.push_back(lambda_max ? c.lambda_max : c.lambda_min);
     }
     csv.gap();
@@ -283,21 +284,21 @@ std::optional<Figure> survival_figure(const StudyData& s) {
   Csv csv({"series", "step", "survival", "lower", "upper", "group"});
   Csv marks({"series", "step", "survival", "censored"});
   std::set<int> present;
-  for (const auto& g : s.analysis["groups"]) {
-    if (!g.value("km", json()).is_array() || g["km"].empty()) continue;
-    const int i = series_of(s, g["name"]);
+  for (const auto& g : s.analysis.at("groups")) {
+    if (!g.value("km", json()).is_array() || g.at("km").empty()) continue;
+    const int i = series_of(s, g.at("name"));
     present.insert(i);
     // A step function drawn as points: each time appears twice, with the value before and after it.
     double sv = 1, lo = 1, hi = 1;
-    csv.row({std::to_string(i), "0", "1", "1", "1", text(g["name"])});
-    for (const auto& k : g["km"]) {
-      const std::string t = num(k["step"]);
-      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g["name"])});
-      sv = k["survival"].is_number() ? k["survival"].get<double>() : NAN;
-      lo = k["lower"].is_number() ? k["lower"].get<double>() : sv;
-      hi = k["upper"].is_number() ? k["upper"].get<double>() : sv;
-      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g["name"])});
-      if (k.value("censored", 0) > 0) marks.row({std::to_string(i), t, num(sv), num(k["censored"])});
+    csv.row({std::to_string(i), "0", "1", "1", "1", text(g.at("name"))});
+    for (const auto& k : g.at("km")) {
+      const std::string t = num(k.at("step"));
+      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g.at("name"))});
+      sv = k.at("survival").is_number() ? k.at("survival").get<double>() : NAN;
+      lo = k.at("lower").is_number() ? k.at("lower").get<double>() : sv;
+      hi = k.at("upper").is_number() ? k.at("upper").get<double>() : sv;
+      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g.at("name"))});
+      if (k.value("censored", 0) > 0) marks.row({std::to_string(i), t, num(sv), num(k.at("censored"))});
     }
     csv.gap();
   }
@@ -310,7 +311,7 @@ std::optional<Figure> survival_figure(const StudyData& s) {
       "Kaplan–Meier estimate of the fraction of runs still in their first saddle episode, against the optimiser "
       "steps since it was entered, with its pointwise {}% confidence band (log(−log) scale, Greenwood); crosses "
       "mark censored runs (still in the saddle at their last probe step).",
-      show(json(100 * s.analysis["definitions"].value("level", 0.95))));
+      show(json(100 * s.analysis.at("definitions").value("level", 0.95))));
   f.data = {{"", csv.body}, {"_censored", marks.body}};
   std::string cmds = "set xlabel 'optimiser steps since the saddle was entered'\nset ylabel 'runs still in the saddle "
                      "(fraction)'\nset yrange [0:1.05]\n";
@@ -333,24 +334,26 @@ std::optional<Figure> theory_figure(const StudyData& s) {
   std::set<std::pair<std::string, int64_t>> fitted;
   int n = 0;
   if (th.is_object() && th.value("points", json()).is_array())
-    for (const auto& p : th["points"]) {
-      csv.row({"1", num(p["predicted"]), num(p["observed"]), num(p["entry_step"]), text(p.value("run_id", ""))});
+    for (const auto& p : th.at("points")) {
+      csv.row(
+          {"1", num(p.at("predicted")), num(p.at("observed")), num(p.at("entry_step")), text(p.value("run_id", ""))});
       fitted.insert({p.value("run_id", ""), p.value("entry_step", int64_t{0})});
-      all.push_back(p["predicted"].is_number() ? p["predicted"].get<double>() : NAN);
-      all.push_back(p["observed"].is_number() ? p["observed"].get<double>() : NAN);
+      all.push_back(p.at("predicted").is_number() ? p.at("predicted").get<double>() : NAN);
+      all.push_back(p.at("observed").is_number() ? p.at("observed").get<double>() : NAN);
       ++n;
     }
   // Escaped episodes outside the fit (other optimisers; SGD episodes closed by the curvature rule):
   // shown, not fitted.
   for (const auto& r : s.runs) {
     if (!analysed(r) || !r.entry.value("episodes", json()).is_array()) continue;
-    for (const auto& e : r.entry["episodes"]) {
-      if (e.value("censored", true) || fitted.count({r.entry["run_id"], e.value("entry_step", int64_t{0})})) continue;
+    for (const auto& e : r.entry.at("episodes")) {
+      if (e.value("censored", true) || fitted.count({r.entry.at("run_id"), e.value("entry_step", int64_t{0})}))
+        continue;
       const json pred = e.value("theory", json()).value("predicted_escape_steps", json());
       if (!pred.is_number()) continue;
-      csv.row({"0", num(pred), num(e["escape_steps"]), num(e["entry_step"]), text(r.entry["run_id"])});
+      csv.row({"0", num(pred), num(e.at("escape_steps")), num(e.at("entry_step")), text(r.entry.at("run_id"))});
       all.push_back(pred.get<double>());
-      all.push_back(e["escape_steps"].is_number() ? e["escape_steps"].get<double>() : NAN);
+      all.push_back(e.at("escape_steps").is_number() ? e.at("escape_steps").get<double>() : NAN);
       ++n;
     }
   }
@@ -370,9 +373,10 @@ std::optional<Figure> theory_figure(const StudyData& s) {
   if (spans_decades(all, 1.3)) cmds += "set logscale xy\nset format x '%g'\nset format y '%g'\n";
   cmds += "plot x with lines lt 8 lw 1 title 'observed = predicted'";
   if (fit)
-    cmds += fmt::format(", \\\n  {} + {}*x with lines lt 1 dt 1 lw 1.5 title {}", num(th["intercept"]), num(th["slope"]),
-                        gp_string(fmt::format("fit: observed = {} + {} × predicted (R² {}, n {})", show(th["intercept"]),
-                                              show(th["slope"]), show(th["r2"]), show(th["n"]))));
+    cmds += fmt::format(
+        ", \\\n  {} + {}*x with lines lt 1 dt 1 lw 1.5 title {}", num(th.at("intercept")), num(th.at("slope")),
+        gp_string(fmt::format("fit: observed = {} + {} × predicted (R² {}, n {})", show(th.at("intercept")),
+                              show(th.at("slope")), show(th.at("r2")), show(th.at("n")))));
   if (n > static_cast<int>(fitted.size()) || fitted.empty())
     cmds += ", \\\n  ARG3 using 'predicted':(column('in_fit')==0 ? column('observed') : NaN) with points lt 3 pt 6 "
             "ps 1.2 title 'not fitted (other optimisers; curvature exits)'";
@@ -394,8 +398,10 @@ std::optional<Figure> ulp_figure(const StudyData& s, const std::string& phase) {
   for (const auto& r : s.runs)
     for (const auto& o : r.ops) {
       if (o.phase != phase || !analysis::is_measured(o.flag)) continue;
-      const int i = series_of(s, r.entry["group"]);
+      const int i = series_of(s, r.entry.at("group"));
       const double e = std::fabs(o.ulp_error);
+      // A run of no group of the analysis (a failed run's taps) is no series; a non-finite error has no bin.
+      if (i == 0 || !std::isfinite(e)) continue;
       const int k = e == 0 ? INT32_MIN : static_cast<int>(std::ceil(std::log2(e)));
       if (k != INT32_MIN) {
         kmin = std::min(kmin, k);
@@ -449,12 +455,12 @@ std::optional<Figure> divergence_figure(const StudyData& s) {
   const json& pairs = s.analysis.value("divergence", json());
   if (!pairs.is_array()) return std::nullopt;
   for (const auto& p : pairs) {
-    if (!p.value("snapshots", json()).is_array() || p["snapshots"].empty()) continue;
-    titles.push_back(fmt::format("{} vs {}, seed {}", p.value("a", ""), p.value("b", ""), p["seed"].dump()));
-    for (const auto& sn : p["snapshots"]) {
-      const double d = sn["rel_l2"].is_number() ? sn["rel_l2"].get<double>() : NAN;
+    if (!p.value("snapshots", json()).is_array() || p.at("snapshots").empty()) continue;
+    titles.push_back(fmt::format("{} vs {}, seed {}", p.value("a", ""), p.value("b", ""), p.at("seed").dump()));
+    for (const auto& sn : p.at("snapshots")) {
+      const double d = sn.at("rel_l2").is_number() ? sn.at("rel_l2").get<double>() : NAN;
       positive = positive || d > 0;
-      csv.row({std::to_string(titles.size()), num(sn["step"]), num(d > 0 ? d : NAN), num(sn["max_ulp_distance"]),
+      csv.row({std::to_string(titles.size()), num(sn.at("step")), num(d > 0 ? d : NAN), num(sn.at("max_ulp_distance")),
                text(titles.back())});
     }
     csv.gap();
@@ -482,7 +488,7 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
   bool positive = false;
   for (const auto& r : s.runs) {
     if (r.symmetry.empty()) continue;
-    const int i = series_of(s, r.entry["group"]);
+    const int i = series_of(s, r.entry.at("group"));
     present.insert(i);
     std::map<std::string, std::vector<const store::SymmetryRow*>> layers;
     for (const auto& row : r.symmetry) layers[row.layer].push_back(&row);
@@ -491,7 +497,7 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
         positive = positive || row->min_relative_distance > 0;
         csv.row({std::to_string(i), std::to_string(row->step), std::to_string(row->identical_pairs),
                  num(row->min_relative_distance > 0 || !distance ? row->min_relative_distance : NAN), layer,
-                 text(r.entry["run_id"])});
+                 text(r.entry.at("run_id"))});
       }
       csv.gap();
     }
@@ -520,7 +526,7 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
 std::vector<Figure> build_figures(const StudyData& s, json& model) {
   const json& defs = s.analysis.value("definitions", json());
   const int64_t window = defs.is_object() && defs.value("loss_window", json()).is_number_integer()
-                             ? std::max<int64_t>(1, defs["loss_window"].get<int64_t>())
+                             ? std::max<int64_t>(1, defs.at("loss_window").get<int64_t>())
                              : 50;
   std::vector<std::optional<Figure>> all = {
       loss_figure(s, window),         final_loss_figure(s),       episodes_figure(s),

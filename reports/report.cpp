@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "model.h"
+#include "saddlescope/base/text.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
 
@@ -14,8 +15,9 @@ namespace saddlescope::reports {
 namespace {
 
 // Throws what a hand-edited analysis.json makes the JSON reads throw: nlohmann::json::exception for a
-// field of the wrong type. A const read of a missing key is not caught this way (nlohmann's undefined
-// behaviour): docs/reliability.md.
+// key that is missing (every read of the analysis and of the model goes through at(), field() or
+// value(), never a const operator[], whose missing key is undefined behaviour), a field of the wrong
+// type, an index out of range.
 Result<ReportResult> write_report_or_throw(const std::string& study_dir, const ReportOptions& options) {
   auto study = load_study(study_dir, options);
   if (!study) return study.status();
@@ -41,7 +43,10 @@ Result<ReportResult> write_report_or_throw(const std::string& study_dir, const R
   }
   if (options.progress && st.ok())
     options.progress(static_cast<int64_t>(figures.size()), static_cast<int64_t>(figures.size()));
-  if (st.ok()) st = store::write_file_atomic(dir->path() + "/report.json", model.dump(2) + "\n");
+  // Invalid UTF-8 from a run's files (a layer name in symmetry.csv) as U+FFFD, as in analysis.json.
+  if (st.ok())
+    st = store::write_file_atomic(dir->path() + "/report.json",
+                                  model.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (st.ok()) st = store::write_file_atomic(dir->path() + "/report.md", render_markdown(model));
   if (st.ok()) st = store::write_file_atomic(dir->path() + "/index.html", render_html(model, svgs));
   if (st.ok()) st = dir->commit();
@@ -49,15 +54,22 @@ Result<ReportResult> write_report_or_throw(const std::string& study_dir, const R
   return ReportResult{study_dir + "/report", static_cast<int64_t>(figures.size()), study->warnings};
 }
 
+// nlohmann's message without its "[json.exception.out_of_range.403] " prefix: "key 'step' not found",
+// "type must be string, but is number".
+std::string json_reason(const nlohmann::json::exception& e) {
+  const std::string m = e.what();
+  const size_t close = m.rfind("[json.exception.", 0) == 0 ? m.find("] ") : std::string::npos;
+  return printable(close == std::string::npos ? m : m.substr(close + 2));
+}
+
 }  // namespace
 
 Result<ReportResult> write_report(const std::string& study_dir, const ReportOptions& options) {
   // The report directory is an AtomicDir: a throw leaves nothing behind.
-  const std::string what = study_dir + "/analysis/analysis.json: not the analysis schema: ";
   try {
     return write_report_or_throw(study_dir, options);
   } catch (const nlohmann::json::exception& e) {
-    return Status::Error(what + e.what());
+    return Status::Error(study_dir + "/analysis/analysis.json: not the analysis schema: " + json_reason(e));
   }
 }
 

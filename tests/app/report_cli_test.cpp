@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -241,6 +243,24 @@ TEST_F(ReportCli, BadInputsAreOneLineErrorsAndLeaveNoReport) {
   a["schema_version"] = 2;
   std::ofstream(copy + "/analysis/analysis.json") << a.dump();
   expect_error("report " + copy + " --quiet", copy + "/analysis/analysis.json: schema_version must be 1, got 2");
+  // Keys missing in a run, in a comparison's test and in a figure's series (a survival curve's point):
+  // each read of a missing key was undefined behaviour; tests/reports/report_input_test.cpp tries every key.
+  a["schema_version"] = 1;
+  size_t escaping = 0;  // a group with a survival curve
+  while (escaping < a["groups"].size() && a["groups"][escaping]["km"].empty()) ++escaping;
+  ASSERT_LT(escaping, a["groups"].size());
+  for (const auto& [where, key] : std::vector<std::pair<std::string, std::string>>{
+           {"/runs/0", "status"},
+           {"/comparisons/0/final_loss", "ci_low"},
+           {"/groups/" + std::to_string(escaping) + "/km/0", "survival"}}) {
+    SCOPED_TRACE(where + "/" + key);
+    json edited = a;
+    ASSERT_EQ(edited.at(json::json_pointer(where)).erase(key), 1u);
+    std::ofstream(copy + "/analysis/analysis.json", std::ios::trunc) << edited.dump();
+    expect_error("report " + copy + " --quiet",
+                 copy + "/analysis/analysis.json: not the analysis schema: key '" + key + "' not found");
+    EXPECT_FALSE(fs::exists(copy + "/report"));
+  }
   std::ofstream(copy + "/analysis/analysis.json") << "{\"schema_version\": 1, \"runs\": [";
   Output o = run("report " + copy + " --quiet");
   EXPECT_EQ(o.code, 1);
