@@ -58,7 +58,7 @@ std::string one_of(const std::string& v, std::initializer_list<const char*> opti
     if (v == o) return "";
     list += (list.empty() ? "" : ", ") + std::string(o);
   }
-  return "must be one of " + list + ", got '" + v + "'";
+  return "must be one of " + list + ", got '" + printable(v) + "'";  // a TOML string may hold a newline
 }
 
 // Sets *field to what `parse` makes of `text` and returns "", or returns what was expected.

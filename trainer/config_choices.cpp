@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "saddlescope/base/text.h"
+
 namespace saddlescope::trainer {
 namespace {
 
@@ -13,7 +15,7 @@ Result<Enum> parse_name(const std::string& text, const char* const (&names)[N]) 
     if (text == names[i]) return static_cast<Enum>(i);
     list += (i == 0 ? "" : ", ") + std::string(names[i]);
   }
-  return Status::Error("must be one of " + list + ", got '" + text + "'");
+  return Status::Error("must be one of " + list + ", got '" + printable(text) + "'");  // may hold a newline
 }
 
 constexpr const char* kModelNames[] = {"autoencoder", "prednet", "linear"};  // in ModelKind's order

@@ -118,6 +118,19 @@ TEST_F(ConfigTest, TomlErrorQuotingANewlineStaysOneLine) {
   EXPECT_NE(s.message().find("saw 't\\x0a'"), std::string::npos) << s.message();
 }
 
+// fuzz_study found it: a choice given as a TOML string with an escaped newline was echoed on two lines.
+TEST_F(ConfigTest, AChoiceHoldingANewlineIsEchoedOnOneLine) {
+  for (const char* key : {"model", "optimizer"}) {
+    std::string path = toml(std::string(key) + " = \"auto\\ncoder\"\n");
+    ConfigBuilder builder;
+    Status s = builder.load_toml(path);
+    if (s.ok()) s = builder.resolve().status();
+    ASSERT_FALSE(s.ok()) << key;
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("got 'auto\\x0acoder'"), std::string::npos) << s.message();
+  }
+}
+
 TEST_F(ConfigTest, MissingFileIsNamed) {
   Status s = ConfigBuilder().load_toml(dir_.file("absent.toml"));
   ASSERT_FALSE(s.ok());
