@@ -2,7 +2,8 @@
 // nt = 10, L0), eager or CUDA graphs, min/median/max over repeats; and the trainer's own overhead
 // (data generation, metrics, logging) as the full `train()`'s time per step over the bare step's.
 // Usage: bench_prednet DEVICE BATCH MODE THREADS STEPS REPEATS [trainer]
-//   MODE: eager | graph (graph needs cuda);  trainer: also time train() (REPEATS runs of STEPS steps, each
+//   MODE: eager | graph (graph needs cuda), with "+fused" for kernels = fused (eager+fused, graph+fused);
+//   trainer: also time train() (REPEATS runs of STEPS steps, each
 //   in a process of its own, timed between metric reads: min/median/max per step, and the overhead of
 //   the medians)
 // Prints one markdown table row. Needs MNIST in $SADDLESCOPE_DATA_DIR or data/.
@@ -86,8 +87,11 @@ Result<std::vector<double>> trainer_ms_alone(char** argv, int repeats) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 7) return fail("usage: bench_prednet DEVICE BATCH eager|graph THREADS STEPS REPEATS [trainer]");
-  const std::string device_name = argv[1], batch = argv[2], mode = argv[3], threads = argv[4];
+  if (argc < 7) return fail("usage: bench_prednet DEVICE BATCH eager|graph[+fused] THREADS STEPS REPEATS [trainer]");
+  const std::string device_name = argv[1], batch = argv[2], threads = argv[4];
+  std::string mode = argv[3];
+  const bool fused = mode.size() > 6 && mode.substr(mode.size() - 6) == "+fused";
+  if (fused) mode.resize(mode.size() - 6);
   const int64_t steps = std::stoll(argv[5]);
   const int repeats = std::stoi(argv[6]);
   const std::string extra = argc > 7 ? argv[7] : "";
@@ -99,7 +103,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> flags = {
       {"model", "prednet"}, {"data", "moving-mnist"}, {"device", device_name}, {"batch_size", batch},
       {"threads", threads}, {"steps", std::to_string(steps)}, {"eval_sequences", "8"}, {"seed", "1"},
-      {"out", "/tmp/bench-prednet"}};
+      {"out", "/tmp/bench-prednet"}, {"kernels", fused ? "fused" : "libtorch"}};
   if (device_name != "cpu") flags.emplace_back("cuda_graph", mode == "graph" ? "true" : "false");
   else if (mode == "graph") return fail("graph mode needs a CUDA device");
   for (const auto& [k, v] : flags)
@@ -130,7 +134,7 @@ int main(int argc, char** argv) {
   bench::Spread bare{};
   {
     gpu::SideStream stream(device);
-    trainer::TrainStep step(**model, none, trainer::OptimizerOptions{}, mode == "graph");
+    trainer::TrainStep step(**model, none, trainer::optimizer_options(*cfg), mode == "graph");
     int64_t i = 0;
     auto run = [&](int64_t n) {
       for (int64_t s = 0; s < n; ++s, ++i) {
@@ -152,7 +156,7 @@ int main(int argc, char** argv) {
                            100 * (t.median / bare.median - 1));
   }
   nlohmann::json fp = trainer::environment_fingerprint();
-  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f |%s\n", device_name.c_str(), batch.c_str(), mode.c_str(),
+  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f |%s\n", device_name.c_str(), batch.c_str(), argv[3],
               threads.c_str(), bare.min, bare.median, bare.max, overhead.c_str());
   std::fprintf(stderr, "fingerprint: %s\n", fp.dump().c_str());
   return 0;

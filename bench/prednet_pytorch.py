@@ -1,10 +1,18 @@
-"""PyTorch eager PredNet step time, the baseline for bench_prednet (docs/benchmarks.md).
+"""PyTorch PredNet step time, the peers of bench_prednet (docs/benchmarks.md).
 
 The same network as trainer/prednet.cpp (stacks 1-32-64-128, 3x3, nt = 10, ConvLSTM with separate
 i/f/o/c convolutions, L0 loss, Adam), written the plain way in Python. Random frames: the step time
-does not depend on the pixels. Prints one markdown row: | device | batch | pytorch eager | threads |
-min | median | max | (ms/step).
-Usage: python3 bench/prednet_pytorch.py DEVICE BATCH THREADS STEPS REPEATS
+does not depend on the pixels. MODE:
+  eager                  the step as written; Adam(foreach) as PyTorch defaults to
+  graph                  the whole step (forward, backward, Adam(capturable)) captured by hand as one CUDA
+                         graph and replayed (PyTorch's "whole network capture" recipe)
+  compile                torch.compile(model) (Inductor, default mode), Adam(fused=True)
+  compile-reduce-overhead  torch.compile(model, mode="reduce-overhead") (Inductor's kernels replayed as
+                         CUDA graphs), Adam(fused=True)
+The compile modes compile in the warm-up, from an empty Inductor cache of their own (cold): that time is
+reported apart. Prints one markdown row: | device | batch | pytorch <version> <mode> | threads | min |
+median | max | compile s | (ms/step).
+Usage: python3 bench/prednet_pytorch.py DEVICE BATCH THREADS STEPS REPEATS [MODE]
 """
 import statistics
 import sys
@@ -57,22 +65,62 @@ class PredNet(nn.Module):
         return loss
 
 
+def whole_step_graph(model, opt, x, warmup):
+    """The step captured as one CUDA graph after `warmup` eager steps on a side stream; returns replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            opt.zero_grad(set_to_none=True)
+            model(x).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)  # the captured backward allocates the grads; replays rewrite them
+    with torch.cuda.graph(graph):
+        model(x).backward()
+        opt.step()
+    return graph.replay
+
+
 def main():
     device, batch, threads, steps, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    mode = sys.argv[6] if len(sys.argv) > 6 else "eager"
+    modes = ("eager", "graph", "compile", "compile-reduce-overhead")
+    if mode not in modes:
+        sys.exit(f"prednet_pytorch.py: MODE must be one of {', '.join(modes)}, got '{mode}'")
+    if mode != "eager" and not device.startswith("cuda"):
+        sys.exit(f"prednet_pytorch.py: MODE {mode} needs a CUDA device")
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = PredNet().to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = torch.rand(batch, 10, 1, 64, 64, device=device)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).backward()
-        opt.step()
-
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    for _ in range(3):
+
+    compile_s = ""
+    if mode == "graph":
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+        step = whole_step_graph(model, opt, x, 3)
         step()
+    else:
+        if mode.startswith("compile"):
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+            net = torch.compile(model, mode="reduce-overhead" if mode.endswith("reduce-overhead") else "default")
+        else:
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            net = model
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            net(x).backward()
+            opt.step()
+
+        t0 = time.perf_counter()
+        for _ in range(3):  # compiles (compile modes), records the CUDA graphs (reduce-overhead)
+            step()
+        sync()
+        if mode.startswith("compile"):
+            compile_s = f" {time.perf_counter() - t0:.1f} |"
     times = []
     for _ in range(repeats):
         sync()
@@ -81,8 +129,8 @@ def main():
             step()
         sync()
         times.append((time.perf_counter() - t0) * 1e3 / steps)
-    print(f"| {device} | {batch} | pytorch {torch.__version__} eager | {threads} | {min(times):.2f} | "
-          f"{statistics.median(times):.2f} | {max(times):.2f} |")
+    print(f"| {device} | {batch} | pytorch {torch.__version__} {mode} | {threads} | {min(times):.2f} | "
+          f"{statistics.median(times):.2f} | {max(times):.2f} |{compile_s}")
 
 
 if __name__ == "__main__":

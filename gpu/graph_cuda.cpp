@@ -19,6 +19,8 @@ namespace saddlescope::gpu {
 
 bool cuda_graphs_available() { return true; }
 
+void* current_cuda_stream(torch::Device device) { return c10::cuda::getCurrentCUDAStream(device.index()).stream(); }
+
 struct SideStream::Impl {
   std::optional<c10::cuda::CUDAStreamGuard> guard;
 };

@@ -9,6 +9,11 @@ namespace saddlescope::gpu {
 
 bool cuda_graphs_available() { return false; }
 
+void* current_cuda_stream(torch::Device) {
+  SADDLESCOPE_CHECK(!"a CUDA stream in a build without CUDA");
+  return nullptr;
+}
+
 struct SideStream::Impl {};
 SideStream::SideStream(torch::Device device) { SADDLESCOPE_CHECK(!device.is_cuda()); }
 SideStream::~SideStream() = default;

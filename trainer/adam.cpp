@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/trainer/fused.h"
 
 namespace saddlescope::trainer {
 
@@ -54,6 +55,11 @@ void DeviceAdam::step() {
   const double b1 = options_.beta1, b2 = options_.beta2;
   beta1_power_.mul_(b1);
   beta2_power_.mul_(b2);
+  if (options_.fused) {
+    for (size_t i = 0; i < params_.size(); ++i)
+      fused_adam(params_[i], m_[i], v_[i], lr_, beta1_power_, beta2_power_, b1, b2, options_.eps);
+    return;
+  }
   // Both scalars stay float64 tensors on the device; against a float32 tensor they act as float32
   // scalars (type promotion), as LibTorch's host-side doubles do.
   torch::Tensor step_size = lr_ / (1 - beta1_power_);

@@ -192,6 +192,13 @@ const std::vector<Key>& keys() {
       {"cuda_graph", Kind::kBool, "CUDA: capture each training step as CUDA graphs and replay them (same bits)",
        [](RunConfig& c, const Value& v) { c.execution.cuda_graph = v.b; return ""; },
        FIELD(execution.cuda_graph), true},
+      {"kernels", Kind::kString,
+       "libtorch (LibTorch's ops) or fused: PredNet's ConvLSTM cell and error units and Adam each one "
+       "kernel of this project (CUDA, or a CPU loop), whose rounding differs from LibTorch's",
+       [](RunConfig& c, const Value& v) {
+         c.execution.kernels = v.s;
+         return one_of(v.s, {"libtorch", "fused"});
+       }, FIELD(execution.kernels)},
       {"seed", Kind::kInt, "seed of the initial weights",
        [](RunConfig& c, const Value& v) { c.seed = v.i; return at_least(v.i, 0); }, FIELD(seed)},
       {"data_seed", Kind::kInt, "seed of the example order (default: seed)",
@@ -575,6 +582,9 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
     if (!set.empty())
       return Status::Error(where(set) + ": " + set + " applies to init duplicate only (init is " + c.init + ")");
   }
+  if (e.kernels == "fused" && c.model != ModelKind::kPredNet && c.optimizer != "adam")
+    return Status::Error(where("kernels") + ": kernels fused has nothing to fuse in model " + model_name(c.model) +
+                         " with optimizer " + c.optimizer + " (it fuses PredNet's cell and error units, and Adam)");
   if (c.fc1_kernel != "matmul" && c.model != ModelKind::kAutoencoder)
     return Status::Error(where("fc1_kernel") + ": fc1_kernel applies to model autoencoder only (model is " +
                          model_name(c.model) + ")");

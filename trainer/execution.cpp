@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "saddlescope/kernels/fused.h"
 #include "saddlescope/trainer/config.h"
 
 namespace saddlescope::trainer {
@@ -50,6 +51,10 @@ int cuda_device_count() {
 
 Result<nlohmann::json> apply_execution(const ExecutionConfig& e) {
   SADDLESCOPE_RETURN_IF_ERROR(check_device(e.device));
+  if (e.kernels == "fused" && e.device.is_cuda() && !kernels::cuda_built())
+    return Status::Error("kernels fused on device " + e.device.name() +
+                         ": this saddlescope was built without the CUDA Toolkit (nvcc), so its fused kernels are "
+                         "CPU loops only; use kernels = libtorch or rebuild with nvcc");
   at::Context& ctx = at::globalContext();
   if (e.cublas_workspace != "default") setenv("CUBLAS_WORKSPACE_CONFIG", e.cublas_workspace.c_str(), 1);
   ctx.setUserEnabledCuDNN(e.cudnn);
@@ -74,6 +79,7 @@ Result<nlohmann::json> apply_execution(const ExecutionConfig& e) {
       {"tf32_cudnn", ctx.allowTF32CuDNN()},
       {"cublas_workspace_config", workspace ? nlohmann::json(workspace) : nlohmann::json(nullptr)},
       {"malloc_keeps_freed_memory", keeps_freed_memory},
+      {"kernels", e.kernels},
   };
 }
 

@@ -14,6 +14,7 @@
 #include <torch/version.h>
 
 #include "saddlescope/base/version.h"
+#include "saddlescope/kernels/fused.h"
 #include "saddlescope/trainer/execution.h"
 
 namespace saddlescope::trainer {
@@ -97,6 +98,8 @@ nlohmann::json environment_fingerprint() {
       {"blas", blas_info()},
       {"libtorch", {{"version", TORCH_VERSION}, {"cuda_build", at::hasCUDA()}}},
       {"gpu", gpu_fingerprint()},
+      // What `kernels = fused` runs on CUDA: this build's own kernels (empty: CPU loops only).
+      {"fused_kernels", {{"cuda", kernels::cuda_built()}, {"build", kernels::cuda_build_info()}}},
       {"compiler", std::string("gcc ") + __VERSION__},
       {"toolkit", {{"version", toolkit_version()}, {"commit", toolkit_commit()}}},
       {"os", std::string(u.sysname) + " " + u.release + " " + u.machine},

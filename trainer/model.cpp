@@ -269,6 +269,7 @@ Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& 
   o.nt = shape[0];
   o.loss = cfg.prednet.loss;
   o.zero_bias = cfg.prednet.zero_bias;
+  o.fused = cfg.execution.kernels == "fused";
   SADDLESCOPE_RETURN_IF_ERROR(validate(o));
   return std::shared_ptr<Model>(std::make_shared<PredNetModel>(o, cfg.init_scale));
 }

@@ -9,7 +9,7 @@
 namespace saddlescope::trainer {
 
 OptimizerOptions optimizer_options(const RunConfig& cfg) {
-  return {cfg.optimizer, cfg.lr, cfg.momentum};
+  return {cfg.optimizer, cfg.lr, cfg.momentum, cfg.execution.kernels == "fused"};
 }
 
 Status copy_state(const std::map<std::string, torch::Tensor>& mine, const std::map<std::string, torch::Tensor>& in) {
@@ -29,6 +29,7 @@ std::unique_ptr<DeviceOptimizer> make_optimizer(std::vector<torch::Tensor> param
   SADDLESCOPE_CHECK(o.kind == "adam" && o.momentum == 0);
   DeviceAdam::Options a;
   a.lr = o.lr;
+  a.fused = o.fused;
   return std::make_unique<DeviceAdam>(std::move(params), a);
 }
 

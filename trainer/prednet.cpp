@@ -1,8 +1,11 @@
 #include "saddlescope/trainer/prednet.h"
 
 #include <cmath>
+#include <limits>
 
 #include <torch/torch.h>
+
+#include "saddlescope/trainer/fused.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -181,7 +184,7 @@ std::vector<probes::TapOp> PredNetImpl::tap_ops(int64_t batch, int64_t frames) c
     add(l, "lstm.c.tanh", "tanh", r[l] * pixels, 0);
     add(l, "cell.tanh", "tanh", r[l] * pixels, 0);
     add(l, "conv_ahat", "conv2d", a[l] * pixels, a[l] * r[l] * kk);
-    add(l, "conv_ahat.relu", "relu", a[l] * pixels, 0);
+    if (!options_.fused) add(l, "conv_ahat.relu", "relu", a[l] * pixels, 0);
   }
   return ops;
 }
@@ -221,14 +224,30 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
       const int64_t units = r_sizes[l];
       auto z = l + 1 < n ? torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1) : torch::cat({e[l], r[l]}, 1);
       auto gates = conv(gate_weight[l], gate_bias[l], z, l, "lstm");
-      // A tap reads the op's input through a contiguous copy (only at tap steps).
-      auto ifo_in = gates.narrow(1, 0, 3 * units), c_in = gates.narrow(1, 3 * units, units);
       const bool armed = op_taps_ && op_taps_->armed();
-      auto ifo = activate(Activation::kSigmoid, armed ? ifo_in.contiguous() : ifo_in, l, "lstm.ifo.sigmoid");
-      auto i = ifo.narrow(1, 0, units), f = ifo.narrow(1, units, units), o = ifo.narrow(1, 2 * units, units);
-      auto g = activate(Activation::kTanh, armed ? c_in.contiguous() : c_in, l, "lstm.c.tanh");
-      cell[l] = f * cell[l] + i * g;
-      r[l] = o * activate(Activation::kTanh, cell[l], l, "cell.tanh");
+      torch::Tensor i, f, o, g;
+      if (options_.fused) {
+        FusedCell next = fused_lstm_cell(gates, cell[l]);
+        i = next.act.narrow(1, 0, units), f = next.act.narrow(1, units, units);
+        o = next.act.narrow(1, 2 * units, units), g = next.act.narrow(1, 3 * units, units);
+        if (armed) {  // the fused cell's activations against the same exact references
+          op_taps_->elementwise("l" + std::to_string(l) + ".lstm.ifo.sigmoid", gates.narrow(1, 0, 3 * units).contiguous(),
+                                next.act.narrow(1, 0, 3 * units).contiguous());
+          op_taps_->elementwise("l" + std::to_string(l) + ".lstm.c.tanh", gates.narrow(1, 3 * units, units).contiguous(),
+                                g.contiguous());
+          op_taps_->elementwise("l" + std::to_string(l) + ".cell.tanh", next.c, next.tc);
+        }
+        cell[l] = next.c;
+        r[l] = next.h;
+      } else {
+        // A tap reads the op's input through a contiguous copy (only at tap steps).
+        auto ifo_in = gates.narrow(1, 0, 3 * units), c_in = gates.narrow(1, 3 * units, units);
+        auto ifo = activate(Activation::kSigmoid, armed ? ifo_in.contiguous() : ifo_in, l, "lstm.ifo.sigmoid");
+        i = ifo.narrow(1, 0, units), f = ifo.narrow(1, units, units), o = ifo.narrow(1, 2 * units, units);
+        g = activate(Activation::kTanh, armed ? c_in.contiguous() : c_in, l, "lstm.c.tanh");
+        cell[l] = f * cell[l] + i * g;
+        r[l] = o * activate(Activation::kTanh, cell[l], l, "cell.tanh");
+      }
       if (tap_) {
         tap("lstm.i", l, t, i);
         tap("lstm.f", l, t, f);
@@ -242,17 +261,23 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     std::vector<torch::Tensor> frame_errors(n);
     for (int64_t l = 0; l < n; ++l) {
       Layer& L = layers_[l];
-      auto ahat = activate(Activation::kRelu, conv(L.conv_ahat, r[l], l, "conv_ahat"), l, "conv_ahat.relu");
-      torch::Tensor a;
+      torch::Tensor y = conv(L.conv_ahat, r[l], l, "conv_ahat"), ahat, a;
+      if (!options_.fused) ahat = activate(Activation::kRelu, y, l, "conv_ahat.relu");
       if (l == 0) {
-        ahat = torch::clamp_max(ahat, options_.pixel_max);
+        if (!options_.fused) ahat = torch::clamp_max(ahat, options_.pixel_max);
         a = x.select(1, t);
-        predictions.push_back(ahat);
       } else {
         a = torch::max_pool2d(activate(Activation::kRelu, conv(L.conv_a, e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
       }
-      auto diff = a - ahat;
-      e[l] = torch::relu(torch::cat({diff, -diff}, 1));  // [ReLU(A - Â); ReLU(Â - A)]
+      if (options_.fused) {
+        FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity());
+        e[l] = err.e;
+        ahat = err.ahat;
+      } else {
+        auto diff = a - ahat;
+        e[l] = torch::relu(torch::cat({diff, -diff}, 1));  // [ReLU(A - Â); ReLU(Â - A)]
+      }
+      if (l == 0) predictions.push_back(ahat);
       frame_errors[l] = e[l].mean({1, 2, 3});  // (batch)
       if (tap_) {
         tap("ahat", l, t, ahat);

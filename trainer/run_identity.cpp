@@ -25,6 +25,7 @@ std::string RunConfig::identity() const {
   if (init_scale == 1) j.erase("init_scale");
   if (lr_drop_at == 0) j.erase("lr_drop_at");
   if (execution.cuda_graph) j.erase("cuda_graph");
+  if (execution.kernels == "libtorch") j.erase("kernels");
   if (optimizer == "adam") j.erase("optimizer");
   if (momentum == 0) j.erase("momentum");
   if (fault == "none") j.erase("fault");
@@ -51,6 +52,7 @@ std::string RunConfig::run_prefix() const {
   if (e.deterministic != "off") p += "-det";
   if (e.tf32_matmul) p += "-tf32";
   if (e.dtype == Dtype::kFloat64) p += "-f64";
+  if (e.kernels != "libtorch") p += "-" + e.kernels;
   if (perturbation.kind != "none") p += "-" + perturbation.kind;
   if (init != "default") p += "-init." + init;
   if (fc1_kernel != "matmul") p += "-fc1." + fc1_kernel;

@@ -530,5 +530,32 @@ TEST(ConfigDuplicate, NewKeysAtTheirDefaultsLeaveRunIdsAsTheyWere) {
   EXPECT_NE(b.resolve()->run_prefix().find("-init.duplicate-fc1.index_add-"), std::string::npos);
 }
 
+// kernels: a choice of its own; fused needs something to fuse; libtorch keeps every run id as it was.
+TEST(ConfigKernels, ChoicesErrorsAndRunIds) {
+  auto resolve = [](std::vector<std::pair<std::string, std::string>> flags) {
+    ConfigBuilder b;
+    for (auto [k, v] : flags) {
+      Status s = b.set_flag(k, v);
+      if (!s.ok()) return Result<RunConfig>(s);
+    }
+    return b.resolve();
+  };
+  auto bad = resolve({{"kernels", "cudnn"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--kernels: must be one of libtorch, fused, got 'cudnn'");
+  auto sgd = resolve({{"kernels", "fused"}, {"optimizer", "sgd"}});
+  ASSERT_FALSE(sgd.ok());
+  EXPECT_EQ(sgd.status().message(), "--kernels: kernels fused has nothing to fuse in model autoencoder with optimizer "
+                                    "sgd (it fuses PredNet's cell and error units, and Adam)");
+  EXPECT_TRUE(resolve({{"kernels", "fused"}, {"optimizer", "sgd"}, {"model", "prednet"}, {"data", "moving-mnist"}}).ok());
+
+  RunConfig plain = *resolve({}), fused = *resolve({{"kernels", "fused"}});
+  EXPECT_EQ(plain.identity().find("kernels"), std::string::npos) << plain.identity();
+  EXPECT_EQ(resolve({{"kernels", "libtorch"}})->identity(), plain.identity());
+  EXPECT_NE(fused.identity(), plain.identity());
+  EXPECT_NE(fused.run_prefix().find("-fused-"), std::string::npos) << fused.run_prefix();
+  EXPECT_EQ(fused.to_json()["kernels"], "fused");
+}
+
 }  // namespace
 }  // namespace saddlescope::trainer

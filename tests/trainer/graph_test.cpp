@@ -76,6 +76,17 @@ TEST(CudaGraph, ReplaysGiveTheBitsOfEagerSteps) {
   }
 }
 
+// kernels = fused: the project's own kernels are captured with the rest of the step.
+TEST(CudaGraph, FusedKernelsReplayGivesTheBitsOfEagerSteps) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  testing::TempDir dir;
+  auto eager = train(tiny_prednet(dir, "eager", false, "none", {{"kernels", "fused"}}), {false, nullptr});
+  auto graph = train(tiny_prednet(dir, "graph", true, "none", {{"kernels", "fused"}}), {false, nullptr});
+  ASSERT_TRUE(eager.ok()) << eager.status().message();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  expect_same_results(eager->run_dir, graph->run_dir);
+}
+
 // SGD (with and without momentum, and under stochastic rounding) and the fault alias-target, whose
 // target buffer is overwritten inside the captured compute graph: replays give the eager bits.
 TEST(CudaGraph, SgdAndAliasTargetReplaysGiveTheBitsOfEagerSteps) {

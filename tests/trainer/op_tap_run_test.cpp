@@ -114,6 +114,34 @@ TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
     if (s.phase == "wgrad") EXPECT_EQ(s.samples, 2 * 6) << s.op << ": steps 0 and 5, k = 6";
 }
 
+// kernels = fused: the fused cell's sigmoid and tanh are tapped against the same exact references,
+// within the bound; Â's ReLU, fused with its clamp into the error units, is not an op of its own.
+TEST(OpTapRun, FusedPredNetTapsItsActivationsWithinTheBound) {
+  testing::TempDir dir;
+  ConfigBuilder b;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "28"}, {"digits", "1"}, {"nt", "3"},
+           {"prednet_stacks", "1,2"}, {"steps", "6"}, {"batch_size", "2"}, {"kernels", "fused"},
+           {"threads", "1"}, {"eval_sequences", "4"}, {"log_every", "3"}, {"out", dir.file("plain")}})
+    ASSERT_TRUE(b.set_flag(k, v).ok()) << k;
+  RunConfig cfg = *b.resolve();
+  std::string plain = run(cfg, {});
+  cfg.out = dir.file("tapped");
+  std::string tapped = run(cfg, {"ops:every=5,k=6"});
+  expect_same_trajectory(plain, tapped);
+
+  store::CsvText t = ops_csv(tapped);
+  std::set<std::string> ops;
+  for (const auto& r : t.rows) {
+    EXPECT_EQ(r[static_cast<size_t>(t.column("flag"))], "within") << r[1] << " " << r[2] << " " << r[3];
+    ops.insert(r[1]);
+  }
+  for (const char* op : {"l0.lstm.ifo.sigmoid", "l0.lstm.c.tanh", "l0.cell.tanh", "l1.lstm.ifo.sigmoid",
+                         "l1.cell.tanh", "l1.conv_a.relu", "l0.conv_ahat"})
+    EXPECT_TRUE(ops.count(op)) << op;
+  EXPECT_FALSE(ops.count("l0.conv_ahat.relu"));
+}
+
 TEST(OpTapRun, BadSpecsFailBeforeAnythingIsWritten) {
   testing::TempDir dir;
   RunConfig cfg = small_config(dir, testing::write_pixels(dir));

@@ -15,6 +15,12 @@ namespace saddlescope::gpu {
 // Whether this build can capture CUDA graphs.
 bool cuda_graphs_available();
 
+// LibTorch's current CUDA stream of `device` as a cudaStream_t, for kernels launched outside LibTorch
+// (kernels/fused.h): inside a SideStream that is its stream, so a capture records them. The caller
+// makes `device` the current device for the launch (c10::DeviceGuard). REQUIRES: a CUDA build (aborts
+// otherwise) and a CUDA device.
+void* current_cuda_stream(torch::Device device);
+
 // While alive, device work on `device` goes to its side stream, one stream for the whole process: a
 // graph cannot be captured on the default stream, and warm-up, capture and replay must share a stream
 // (cuBLAS keeps a workspace per stream). Waits for the device before and after. A no-op for the CPU.

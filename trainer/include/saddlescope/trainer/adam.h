@@ -25,6 +25,8 @@ class DeviceAdam : public DeviceOptimizer {
  public:
   struct Options {
     double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    bool fused = false;  // one kernel per parameter tensor (trainer/fused.h) instead of ~9 LibTorch ops:
+                         // the same formula with products feeding sums as fma
   };
 
   // REQUIRES: params non-empty, all on one device.

@@ -32,6 +32,8 @@ struct ExecutionConfig {
                                              // "default" = unset, or :4096:8 when deterministic
   bool cuda_graph = true;                 // CUDA only: each step captured once as CUDA graphs, then
                                           // replayed (the same kernels and bits as eager; see graph.h)
+  std::string kernels = "libtorch";       // libtorch | fused: PredNet's ConvLSTM cell and error units
+                                          // and Adam as fused kernels (trainer/fused.h), other arithmetic
 };
 
 // PredNet and its Moving MNIST data (model = prednet, data = moving-mnist).

@@ -23,6 +23,7 @@ struct OptimizerOptions {
   std::string kind = "adam";  // adam | sgd
   double lr = 1e-3;           // learning rate
   double momentum = 0;        // sgd only: 0 <= momentum < 1
+  bool fused = false;         // adam only: one fused kernel per parameter tensor (kernels = fused)
 };
 
 // The optimiser options of a resolved config.

@@ -25,7 +25,9 @@
 // output channels in the order i, f, o, c (so its output channels [0, r) are gate i, [r, 2r) f, ...; its
 // weight gradient is that of the stacked filters, whose slices are the gates' .grad exactly) — and the
 // activations l<l>.lstm.ifo.sigmoid (gates i, f, o), l<l>.lstm.c.tanh, l<l>.cell.tanh,
-// l<l>.conv_ahat.relu, l<l>.conv_a.relu.
+// l<l>.conv_ahat.relu, l<l>.conv_a.relu. With options.fused the same ops but l<l>.conv_ahat.relu, which
+// the fused error units compute with Â's clamp: sigmoid and tanh are read from the fused cell's saved
+// activations (ReLU and the clamp round nothing, in any implementation).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +57,8 @@ struct PredNetOptions {
   double pixel_max = 1.0;                                 // Â_0 is clipped at this (inputs are in [0, 1])
   bool zero_bias = false;                                 // reset_parameters: biases 0 (the authors' Keras
                                                           // and the seed study's Chainer init), not PyTorch's
+  bool fused = false;  // kernels = fused: the ConvLSTM cell after its gate convolution, and the error
+                       // units with Â's ReLU and clamp, each one fused op (trainer/fused.h)
 };
 
 // Errors name the option: "prednet.height must be divisible by 2^(layers-1) = 8 (4 layers), got 60",

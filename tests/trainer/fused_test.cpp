@@ -1,0 +1,212 @@
+// kernels = fused against LibTorch's ops on the same inputs: each fused op, the whole PredNet (forward,
+// loss, every gradient, the HVP through double backward) and Adam. float64 agrees to 1e-12 relative
+// (both sides round only in the last bits of each op); float32 to the stated tolerances. On the GPU host
+// every test runs on CUDA as well; CI (CPU LibTorch) runs the CPU loops.
+#include "saddlescope/trainer/fused.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include "saddlescope/kernels/fused.h"
+#include "saddlescope/trainer/adam.h"
+#include "saddlescope/trainer/prednet.h"
+
+namespace saddlescope::trainer {
+namespace {
+
+std::vector<torch::Device> devices() {
+  std::vector<torch::Device> d = {torch::kCPU};
+  if (torch::cuda::is_available() && kernels::cuda_built()) d.emplace_back(torch::kCUDA);
+  return d;
+}
+
+torch::Tensor uniform(std::vector<int64_t> shape, double lo, double hi, uint64_t seed, torch::Dtype dtype,
+                      torch::Device device) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  return torch::empty(shape, torch::dtype(torch::kFloat64)).uniform_(lo, hi, gen).to(dtype).to(device);
+}
+
+// max |a − b| / max |b|: the difference relative to the reference's scale (printed on failure).
+double relative(const torch::Tensor& a, const torch::Tensor& b) {
+  const double scale = b.abs().max().item<double>();
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / (scale > 0 ? scale : 1);
+}
+
+double tolerance(torch::Dtype dtype) { return dtype == torch::kFloat64 ? 1e-12 : 2e-6; }
+
+#define EXPECT_CLOSE(a, b, tol) \
+  EXPECT_LE(relative(a, b), tol) << #a " vs " #b ": relative difference " << relative(a, b)
+
+TEST(Fused, LstmCellMatchesLibTorchOps) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+      SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64" : " float32"));
+      const int64_t b = 3, u = 5;
+      auto pre = uniform({b, 4 * u, 6, 7}, -4, 4, 1, dtype, device).requires_grad_(),
+           c_prev = uniform({b, u, 6, 7}, -2, 2, 2, dtype, device).requires_grad_();
+      auto dh = uniform({b, u, 6, 7}, -1, 1, 3, dtype, device), dc = uniform({b, u, 6, 7}, -1, 1, 4, dtype, device);
+
+      FusedCell fused = fused_lstm_cell(pre, c_prev);
+      auto fused_grads = torch::autograd::grad({fused.c, fused.h}, {pre, c_prev}, {dc, dh});
+
+      auto gates = pre.split(u, 1);
+      auto i = torch::sigmoid(gates[0]), f = torch::sigmoid(gates[1]), o = torch::sigmoid(gates[2]),
+           g = torch::tanh(gates[3]);
+      auto c = f * c_prev + i * g, h = o * torch::tanh(c);
+      auto grads = torch::autograd::grad({c, h}, {pre, c_prev}, {dc, dh});
+
+      const double tol = tolerance(dtype);
+      EXPECT_CLOSE(fused.c, c, tol);
+      EXPECT_CLOSE(fused.h, h, tol);
+      EXPECT_CLOSE(fused.act, torch::cat({i, f, o, g}, 1), tol);
+      EXPECT_CLOSE(fused.tc, torch::tanh(c), tol);
+      EXPECT_CLOSE(fused_grads[0], grads[0], tol);
+      EXPECT_CLOSE(fused_grads[1], grads[1], tol);
+    }
+}
+
+TEST(Fused, ErrorUnitsMatchLibTorchOpsIncludingTheMaskEdges) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32})
+      for (double pixel_max : {1.0, std::numeric_limits<double>::infinity()}) {
+        SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64" : " float32") + " pixel_max " +
+                     std::to_string(pixel_max));
+        // y and a on a grid of quarters: exact zeros, y at the clamp and A = Â occur, where the masks decide.
+        auto y = (uniform({2, 3, 8, 8}, -8, 8, 5, torch::kFloat64, torch::kCPU).round() / 4)
+                     .to(dtype).to(device).requires_grad_();
+        auto a = (uniform({2, 3, 8, 8}, 0, 8, 6, torch::kFloat64, torch::kCPU).round() / 4)
+                     .to(dtype).to(device).requires_grad_();
+        auto de = uniform({2, 6, 8, 8}, -1, 1, 7, dtype, device), dahat = uniform({2, 3, 8, 8}, -1, 1, 8, dtype, device);
+
+        FusedError fused = fused_error_units(y, a, pixel_max);
+        auto fused_grads = torch::autograd::grad({fused.e, fused.ahat}, {y, a}, {de, dahat});
+
+        auto ahat = torch::relu(y);
+        if (std::isfinite(pixel_max)) ahat = torch::clamp_max(ahat, pixel_max);
+        auto diff = a - ahat;
+        auto e = torch::relu(torch::cat({diff, -diff}, 1));
+        auto grads = torch::autograd::grad({e, ahat}, {y, a}, {de, dahat});
+
+        EXPECT_TRUE(torch::equal(fused.e, e));  // no rounding but A − Â's, the same in both
+        EXPECT_TRUE(torch::equal(fused.ahat, ahat));
+        EXPECT_TRUE(torch::equal(fused_grads[0], grads[0]));
+        EXPECT_TRUE(torch::equal(fused_grads[1], grads[1]));
+      }
+}
+
+PredNetOptions small(bool fused) {
+  PredNetOptions o;
+  o.stack_sizes = o.r_stack_sizes = {1, 4, 8};
+  o.height = o.width = 16;
+  o.nt = 4;
+  o.fused = fused;
+  return o;
+}
+
+// A PredNet of `options` with seed 3's weights, on `device` in `dtype`.
+PredNet seeded(const PredNetOptions& options, torch::Dtype dtype, torch::Device device) {
+  PredNet model(options);
+  auto gen = at::detail::createCPUGenerator(3);
+  model->reset_parameters(gen);
+  model->to(device, dtype);
+  return model;
+}
+
+TEST(Fused, PredNetForwardLossAndGradientsMatchLibTorch) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32})
+      for (const char* loss : {"L0", "pixel_mse"}) {
+        SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64 " : " float32 ") + loss);
+        PredNetOptions lib_options = small(false), fused_options = small(true);
+        lib_options.loss = fused_options.loss = loss;
+        PredNet lib = seeded(lib_options, dtype, device), fused = seeded(fused_options, dtype, device);
+        auto x = uniform({2, 4, 1, 16, 16}, 0, 1, 9, dtype, device);
+        auto run = [&](PredNet& m) {
+          PredNetOutput out = m->forward(x);
+          torch::Tensor l = std::string(loss) == "pixel_mse" ? pixel_mse(out.prediction.narrow(1, 1, 3), x.narrow(1, 1, 3))
+                                                             : prednet_loss(out, x, loss);
+          l.backward();
+          return std::make_pair(out, l);
+        };
+        auto [lib_out, lib_loss] = run(lib);
+        auto [fused_out, fused_loss] = run(fused);
+        // float32: 4 frames of 3 layers of recurrences, each op within an ulp or two of the other.
+        const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
+        EXPECT_CLOSE(fused_out.prediction, lib_out.prediction, tol);
+        EXPECT_CLOSE(fused_out.errors, lib_out.errors, tol);
+        EXPECT_CLOSE(fused_loss, lib_loss, tol);
+        auto lp = lib->named_parameters(), fp = fused->named_parameters();
+        for (const auto& p : lp) {
+          SCOPED_TRACE(p.key());
+          ASSERT_TRUE(fp[p.key()].grad().defined());
+          EXPECT_CLOSE(fp[p.key()].grad(), p.value().grad(), tol);
+        }
+      }
+}
+
+// The curvature probe differentiates the gradient again: through the fused ops that is LibTorch's
+// derivative of the saved inputs (fused.h), so H·v matches the unfused model's.
+TEST(Fused, HessianVectorProductThroughFusedOpsMatchesLibTorch) {
+  for (torch::Device device : devices()) {
+    SCOPED_TRACE(device.str());
+    PredNet lib = seeded(small(false), torch::kFloat64, device), fused = seeded(small(true), torch::kFloat64, device);
+    auto x = uniform({2, 4, 1, 16, 16}, 0, 1, 9, torch::kFloat64, device);
+    auto hvp = [&](PredNet& m) {
+      std::vector<torch::Tensor> params = m->parameters();
+      auto grads = torch::autograd::grad({prednet_loss(m->forward(x), x, "L0")}, params, {}, true, true);
+      torch::Tensor gv = torch::zeros({}, x.options());
+      for (size_t k = 0; k < params.size(); ++k)
+        gv = gv + (grads[k] * uniform(params[k].sizes().vec(), -1, 1, 100 + k, torch::kFloat64, device)).sum();
+      auto h = torch::autograd::grad({gv}, params);
+      std::vector<torch::Tensor> flat;
+      for (const auto& t : h) flat.push_back(t.reshape({-1}));
+      return torch::cat(flat);
+    };
+    EXPECT_CLOSE(hvp(fused), hvp(lib), 1e-10);
+  }
+}
+
+TEST(Fused, AdamMatchesTheLibTorchOps) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+      SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64" : " float32"));
+      auto start = uniform({1000}, -1, 1, 11, dtype, device);
+      torch::Tensor p_lib = start.clone(), p_fused = start.clone();
+      DeviceAdam::Options o;
+      o.lr = 1e-2;
+      DeviceAdam lib({p_lib}, o);
+      o.fused = true;
+      DeviceAdam fused({p_fused}, o);
+      for (int step = 0; step < 5; ++step) {
+        auto g = uniform({1000}, -1, 1, 20 + step, dtype, device);
+        p_lib.mutable_grad() = g.clone();
+        p_fused.mutable_grad() = g.clone();
+        lib.step();
+        fused.step();
+      }
+      // float32: m and v differ by fma's single rounding; the update is lr-sized, the parameter ~1.
+      EXPECT_CLOSE(p_fused, p_lib, dtype == torch::kFloat64 ? 1e-14 : 1e-6);
+      EXPECT_FALSE(torch::equal(p_fused, start));
+    }
+}
+
+// The CUDA kernels and the CPU loops run the same per-element code: float64 results differ only where
+// the device's exp/tanh differ from glibc's in the last bit.
+TEST(Fused, CudaKernelsMatchTheCpuLoops) {
+  if (devices().size() < 2) GTEST_SKIP() << "needs a CUDA device and the CUDA kernels";
+  PredNet cpu = seeded(small(true), torch::kFloat64, torch::kCPU), gpu = seeded(small(true), torch::kFloat64, torch::kCUDA);
+  auto x = uniform({2, 4, 1, 16, 16}, 0, 1, 9, torch::kFloat64, torch::kCPU);
+  prednet_loss(cpu->forward(x), x, "L0").backward();
+  prednet_loss(gpu->forward(x.cuda()), x.cuda(), "L0").backward();
+  auto cp = cpu->named_parameters(), gp = gpu->named_parameters();
+  for (const auto& p : cp) EXPECT_CLOSE(gp[p.key()].grad().cpu(), p.value().grad(), 1e-13) << p.key();
+}
+
+}  // namespace
+}  // namespace saddlescope::trainer
