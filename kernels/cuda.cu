@@ -1,11 +1,10 @@
-// fused.h's CUDA kernels: fused_math.h per element, one thread per element in a grid-stride loop.
+// fused.h's CUDA kernels: elements.h, one thread per element in a grid-stride loop.
 #include <cstdio>
 #include <cstdlib>
 
 #include <cuda_runtime.h>
 
-#include "saddlescope/kernels/fused.h"
-#include "saddlescope/kernels/fused_math.h"
+#include "elements.h"
 
 namespace saddlescope::kernels {
 namespace {
@@ -30,56 +29,22 @@ void check_launch(const char* what) {
 
 template <typename T>
 __global__ void cell_forward_kernel(CellArgs<T> a) {
-  const int64_t up = a.units_pixels;
-  SADDLESCOPE_FOR_EACH(k, a.batch * up) {
-    const int64_t b = k / up, j = k % up, at = 4 * b * up + j;
-    auto r = math::cell_forward(a.pre[at], a.pre[at + up], a.pre[at + 2 * up], a.pre[at + 3 * up], a.c_prev[k]);
-    a.act[at] = r.i;
-    a.act[at + up] = r.f;
-    a.act[at + 2 * up] = r.o;
-    a.act[at + 3 * up] = r.g;
-    a.c[k] = r.c;
-    a.tc[k] = r.tc;
-    a.h[k] = r.h;
-  }
+  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) cell_forward_at(a, k);
 }
 
 template <typename T>
 __global__ void cell_backward_kernel(CellArgs<T> a) {
-  const int64_t up = a.units_pixels;
-  SADDLESCOPE_FOR_EACH(k, a.batch * up) {
-    const int64_t b = k / up, j = k % up, at = 4 * b * up + j;
-    auto r = math::cell_backward(a.act[at], a.act[at + up], a.act[at + 2 * up], a.act[at + 3 * up], a.c_prev[k],
-                                 a.tc[k], a.dh ? a.dh[k] : T(0), a.dc ? a.dc[k] : T(0));
-    a.dpre[at] = r.dzi;
-    a.dpre[at + up] = r.dzf;
-    a.dpre[at + 2 * up] = r.dzo;
-    a.dpre[at + 3 * up] = r.dzg;
-    if (a.dc_prev) a.dc_prev[k] = r.dc_prev;
-  }
+  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) cell_backward_at(a, k);
 }
 
 template <typename T>
 __global__ void error_forward_kernel(ErrorArgs<T> a) {
-  const int64_t up = a.units_pixels;
-  SADDLESCOPE_FOR_EACH(k, a.batch * up) {
-    const int64_t at = 2 * (k / up) * up + k % up;
-    auto r = math::error_forward(a.y[k], a.a[(k / up) * a.a_batch_stride + k % up], a.pixel_max);
-    a.ahat[k] = r.ahat;
-    a.e[at] = r.up;
-    a.e[at + up] = r.down;
-  }
+  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) error_forward_at(a, k);
 }
 
 template <typename T>
 __global__ void error_backward_kernel(ErrorArgs<T> a) {
-  const int64_t up = a.units_pixels;
-  SADDLESCOPE_FOR_EACH(k, a.batch * up) {
-    const int64_t at = 2 * (k / up) * up + k % up;
-    auto r = math::error_backward(a.y[k], a.a[(k / up) * a.a_batch_stride + k % up], a.pixel_max, a.de[at], a.de[at + up], a.dahat ? a.dahat[k] : T(0));
-    a.dy[k] = r.dy;
-    if (a.da) a.da[k] = r.da;
-  }
+  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) error_backward_at(a, k);
 }
 
 template <typename T>
