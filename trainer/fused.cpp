@@ -41,9 +41,37 @@ void dispatch(const torch::Tensor& t, Fn&& fn) {
   else fn(double{});
 }
 
-// `t` itself when each batch row is contiguous (a frame of a sequence), else a contiguous copy.
-torch::Tensor rows_contiguous(const torch::Tensor& t) {
-  return t.size(0) > 0 && t[0].is_contiguous() && t.stride(0) >= t[0].numel() ? t : t.contiguous();
+// An op's memory layout, from its first input: NCHW, or NHWC (channels last) when that input is laid out
+// so and has more than one channel (with one channel the two are the same memory). The kernels see the
+// elements as `outer` rows of `inner` contiguous ones: (B, U·H·W) in NCHW, (B·H·W, U) in NHWC, with a
+// gate or half of E the `inner` block after the previous one (fused.h's layouts, per row).
+struct Layout {
+  torch::MemoryFormat format = torch::MemoryFormat::Contiguous;
+  int64_t outer = 0, inner = 0;
+};
+Layout layout_of(const torch::Tensor& first, int64_t units) {
+  const bool nhwc = units > 1 && first.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
+  const int64_t b = first.size(0), pixels = first.size(2) * first.size(3);
+  if (nhwc) return {torch::MemoryFormat::ChannelsLast, b * pixels, units};
+  return {torch::MemoryFormat::Contiguous, b, units * pixels};
+}
+
+// `t` in `layout`, for a read as rows: in NCHW a frame of a (B, T, U, H, W) sequence is read in place
+// (its batch rows are contiguous, `t.stride(0)` apart); anything else becomes a copy in the layout.
+// Returns the tensor and the stride between its rows.
+std::pair<torch::Tensor, int64_t> as_rows(const torch::Tensor& t, const Layout& layout) {
+  if (layout.format == torch::MemoryFormat::Contiguous && t.size(0) > 0 && t[0].is_contiguous() &&
+      t.stride(0) >= t[0].numel())
+    return {t, t.stride(0)};
+  return {t.contiguous(layout.format), layout.inner};
+}
+
+torch::Tensor empty_in(torch::IntArrayRef sizes, const torch::Tensor& like, const Layout& layout) {
+  return torch::empty(sizes, like.options().memory_format(layout.format));
+}
+
+torch::Tensor in_layout(const torch::Tensor& t, const Layout& layout) {
+  return t.defined() ? t.contiguous(layout.format) : t;
 }
 
 torch::Tensor zeros_if_undefined(const torch::Tensor& g, const torch::Tensor& like) {
@@ -52,18 +80,20 @@ torch::Tensor zeros_if_undefined(const torch::Tensor& g, const torch::Tensor& li
 
 struct Cell : public torch::autograd::Function<Cell> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& pre_in, const torch::Tensor& c_prev_in) {
-    torch::Tensor pre = pre_in.contiguous(), c_prev = c_prev_in.contiguous();
-    const int64_t units = c_prev.size(1);
-    SADDLESCOPE_CHECK(pre.dim() == 4 && pre.size(1) == 4 * units && c_prev.size(0) == pre.size(0) &&
-                      c_prev.size(2) == pre.size(2) && c_prev.size(3) == pre.size(3) &&
-                      pre.scalar_type() == c_prev.scalar_type() && pre.device() == c_prev.device());
-    torch::Tensor act = torch::empty_like(pre), c = torch::empty_like(c_prev), h = torch::empty_like(c_prev),
-                  tc = torch::empty_like(c_prev);
+    const int64_t units = c_prev_in.size(1);
+    SADDLESCOPE_CHECK(pre_in.dim() == 4 && c_prev_in.dim() == 4 && pre_in.size(1) == 4 * units &&
+                      c_prev_in.size(0) == pre_in.size(0) && c_prev_in.size(2) == pre_in.size(2) &&
+                      c_prev_in.size(3) == pre_in.size(3) && pre_in.scalar_type() == c_prev_in.scalar_type() &&
+                      pre_in.device() == c_prev_in.device());
+    const Layout layout = layout_of(pre_in, units);
+    torch::Tensor pre = in_layout(pre_in, layout), c_prev = in_layout(c_prev_in, layout);
+    torch::Tensor act = empty_in(pre.sizes(), pre, layout), c = empty_in(c_prev.sizes(), pre, layout),
+                  h = empty_in(c_prev.sizes(), pre, layout), tc = empty_in(c_prev.sizes(), pre, layout);
     dispatch(pre, [&](auto zero) {
       using T = decltype(zero);
       kernels::CellArgs<T> a;
-      a.batch = pre.size(0);
-      a.units_pixels = c_prev[0].numel();
+      a.batch = layout.outer;
+      a.units_pixels = layout.inner;
       a.pre = ptr<T>(pre);
       a.c_prev = ptr<T>(c_prev);
       a.act = ptr<T>(act);
@@ -73,6 +103,7 @@ struct Cell : public torch::autograd::Function<Cell> {
       launch(pre, c.numel(), a, &kernels::cell_forward_cpu<T>, &kernels::cell_forward_cuda<T>);
     });
     ctx->set_materialize_grads(false);
+    ctx->saved_data["nhwc"] = layout.format == torch::MemoryFormat::ChannelsLast;
     ctx->mark_non_differentiable({act, tc});
     ctx->save_for_backward({pre, c_prev, act, tc});
     return {c, h, act, tc};
@@ -84,15 +115,17 @@ struct Cell : public torch::autograd::Function<Cell> {
     torch::Tensor dc = grads[0], dh = grads[1];
     if (!dc.defined() && !dh.defined()) return {torch::Tensor(), torch::Tensor()};
     if (torch::GradMode::is_enabled()) return differentiable(pre, c_prev, dh, dc);
-    dc = dc.defined() ? dc.contiguous() : dc;
-    dh = dh.defined() ? dh.contiguous() : dh;
-    torch::Tensor dpre = torch::empty_like(pre);
-    torch::Tensor dc_prev = ctx->needs_input_grad(1) ? torch::empty_like(c_prev) : torch::Tensor();
+    const Layout layout = layout_of(pre, c_prev.size(1));
+    SADDLESCOPE_CHECK((layout.format == torch::MemoryFormat::ChannelsLast) == ctx->saved_data["nhwc"].toBool());
+    dc = in_layout(dc, layout);
+    dh = in_layout(dh, layout);
+    torch::Tensor dpre = empty_in(pre.sizes(), pre, layout);
+    torch::Tensor dc_prev = ctx->needs_input_grad(1) ? empty_in(c_prev.sizes(), pre, layout) : torch::Tensor();
     dispatch(pre, [&](auto zero) {
       using T = decltype(zero);
       kernels::CellArgs<T> a;
-      a.batch = pre.size(0);
-      a.units_pixels = c_prev[0].numel();
+      a.batch = layout.outer;
+      a.units_pixels = layout.inner;
       a.c_prev = ptr<T>(c_prev);
       a.act = ptr<T>(act);
       a.tc = ptr<T>(tc);
@@ -123,20 +156,22 @@ struct Cell : public torch::autograd::Function<Cell> {
 struct Error : public torch::autograd::Function<Error> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in, const torch::Tensor& a_in,
                                double pixel_max) {
-    torch::Tensor y = y_in.contiguous(), a = rows_contiguous(a_in);
-    SADDLESCOPE_CHECK(y.dim() == 4 && y.sizes() == a.sizes() && y.scalar_type() == a.scalar_type() &&
-                      y.device() == a.device());
+    SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.sizes() == a_in.sizes() && y_in.scalar_type() == a_in.scalar_type() &&
+                      y_in.device() == a_in.device());
+    const Layout layout = layout_of(y_in, y_in.size(1));
+    torch::Tensor y = in_layout(y_in, layout);
+    auto [a, a_stride] = as_rows(a_in, layout);
     auto s = y.sizes();
-    torch::Tensor e = torch::empty({s[0], 2 * s[1], s[2], s[3]}, y.options()), ahat = torch::empty_like(y);
+    torch::Tensor e = empty_in({s[0], 2 * s[1], s[2], s[3]}, y, layout), ahat = empty_in(s, y, layout);
     dispatch(y, [&](auto zero) {
       using T = decltype(zero);
       kernels::ErrorArgs<T> args;
-      args.batch = s[0];
-      args.units_pixels = y[0].numel();
+      args.batch = layout.outer;
+      args.units_pixels = layout.inner;
       args.pixel_max = static_cast<T>(pixel_max);
       args.y = ptr<T>(y);
       args.a = ptr<T>(a);
-      args.a_batch_stride = a.stride(0);
+      args.a_batch_stride = a_stride;
       args.e = ptr<T>(e);
       args.ahat = ptr<T>(ahat);
       launch(y, y.numel(), args, &kernels::error_forward_cpu<T>, &kernels::error_forward_cuda<T>);
@@ -153,7 +188,8 @@ struct Error : public torch::autograd::Function<Error> {
     const double pixel_max = ctx->saved_data["pixel_max"].toDouble();
     torch::Tensor de = grads[0], dahat = grads[1];
     if (!de.defined() && !dahat.defined()) return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
-    de = de.defined() ? de.contiguous() : torch::zeros({y.size(0), 2 * y.size(1), y.size(2), y.size(3)}, y.options());
+    const Layout layout = layout_of(y, y.size(1));
+    de = de.defined() ? in_layout(de, layout) : torch::zeros({y.size(0), 2 * y.size(1), y.size(2), y.size(3)}, y.options());
     if (torch::GradMode::is_enabled()) {  // differentiable in de and dahat; the masks are constants
       auto relu_y = torch::relu(y), d = a - relu_y.clamp_max(pixel_max);
       const int64_t u = y.size(1);
@@ -162,17 +198,19 @@ struct Error : public torch::autograd::Function<Error> {
       auto dy = (zeros_if_undefined(dahat, y) - dd) * pass;
       return {dy, ctx->needs_input_grad(1) ? dd : torch::Tensor(), torch::Tensor()};
     }
-    dahat = dahat.defined() ? dahat.contiguous() : dahat;
-    torch::Tensor dy = torch::empty_like(y), da = ctx->needs_input_grad(1) ? torch::empty(a.sizes(), a.options()) : torch::Tensor();
+    dahat = in_layout(dahat, layout);
+    auto [rows, a_stride] = as_rows(a, layout);
+    torch::Tensor dy = empty_in(y.sizes(), y, layout),
+                  da = ctx->needs_input_grad(1) ? empty_in(a.sizes(), y, layout) : torch::Tensor();
     dispatch(y, [&](auto zero) {
       using T = decltype(zero);
       kernels::ErrorArgs<T> args;
-      args.batch = y.size(0);
-      args.units_pixels = y[0].numel();
+      args.batch = layout.outer;
+      args.units_pixels = layout.inner;
       args.pixel_max = static_cast<T>(pixel_max);
       args.y = ptr<T>(y);
-      args.a = ptr<T>(a);
-      args.a_batch_stride = a.stride(0);
+      args.a = ptr<T>(rows);
+      args.a_batch_stride = a_stride;
       args.de = ptr<T>(de);
       args.dahat = ptr<T>(dahat);
       args.dy = ptr<T>(dy);

@@ -144,10 +144,6 @@ void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tenso
   if (tap_) tap_("l" + std::to_string(l) + "." + what, t, v);
 }
 
-torch::Tensor PredNetImpl::conv(torch::nn::Conv2d& c, const torch::Tensor& in, int64_t l, const char* what) const {
-  return conv(c->weight, c->bias, in, l, what);
-}
-
 torch::Tensor PredNetImpl::conv(const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& in,
                                 int64_t l, const char* what) const {
   const int64_t pad = options_.filter_size / 2;
@@ -196,23 +192,34 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
                     x.size(3) == options_.height && x.size(4) == options_.width);
   const int64_t batch = x.size(0), frames = x.size(1), n = layers();
 
+  // kernels = fused on CUDA keeps every activation channels-last (NHWC): cuDNN's TF32 convolutions are
+  // NHWC, and NCHW tensors cost two layout transposes per convolution (687 kernels of a batch-16 step
+  // on the H100, docs/benchmarks.md). The weights are converted once per forward. Not on the CPU, where
+  // channels-last convolutions were slower.
+  const bool nhwc = options_.fused && x.is_cuda();
+  const auto layout = nhwc ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  auto in_layout = [&](const torch::Tensor& t) { return nhwc ? t.contiguous(layout) : t; };
+
   // State carried between frames, per layer: E_l, R_l and the LSTM cell C_l, zero before frame 0.
   std::vector<torch::Tensor> e(n), r(n), cell(n);
+  const auto state = x.options().memory_format(layout);
   for (int64_t l = 0; l < n; ++l) {
     const int64_t h = options_.height >> l, w = options_.width >> l;
-    e[l] = torch::zeros({batch, 2 * a_sizes[l], h, w}, x.options());
-    r[l] = torch::zeros({batch, r_sizes[l], h, w}, x.options());
-    cell[l] = torch::zeros({batch, r_sizes[l], h, w}, x.options());
+    e[l] = torch::zeros({batch, 2 * a_sizes[l], h, w}, state);
+    r[l] = torch::zeros({batch, r_sizes[l], h, w}, state);
+    cell[l] = torch::zeros({batch, r_sizes[l], h, w}, state);
   }
 
   // The four gate convolutions of a layer run as one, their filters stacked on the output channels
   // (i, f, o, c): per frame one convolution and two activations instead of four and four — a PredNet
   // step is thousands of tiny kernels, and their count is its time on a GPU. Same math per output.
-  std::vector<torch::Tensor> gate_weight(n), gate_bias(n);
+  std::vector<torch::Tensor> gate_weight(n), gate_bias(n), ahat_weight(n), a_weight(n);
   for (int64_t l = 0; l < n; ++l) {
     Layer& L = layers_[l];
-    gate_weight[l] = torch::cat({L.i->weight, L.f->weight, L.o->weight, L.c->weight});
+    gate_weight[l] = in_layout(torch::cat({L.i->weight, L.f->weight, L.o->weight, L.c->weight}));
     gate_bias[l] = torch::cat({L.i->bias, L.f->bias, L.o->bias, L.c->bias});
+    ahat_weight[l] = in_layout(L.conv_ahat->weight);
+    if (l > 0) a_weight[l] = in_layout(L.conv_a->weight);
     // A weight-gradient tap reads the stacked filters' .grad: kept only at tap steps.
     if (op_taps_ && op_taps_->armed() && gate_weight[l].requires_grad()) gate_weight[l].retain_grad();
   }
@@ -222,7 +229,10 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     // Top-down: R_l from this layer's E and R of the previous frame and the new R_{l+1}.
     for (int64_t l = n - 1; l >= 0; --l) {
       const int64_t units = r_sizes[l];
-      auto z = l + 1 < n ? torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1) : torch::cat({e[l], r[l]}, 1);
+      torch::Tensor z;
+      if (l + 1 == n) z = torch::cat({e[l], r[l]}, 1);
+      else if (nhwc) z = torch::cat({e[l], r[l], torch::upsample_nearest2d(r[l + 1], {r[l].size(2), r[l].size(3)})}, 1);
+      else z = torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1);
       auto gates = conv(gate_weight[l], gate_bias[l], z, l, "lstm");
       const bool armed = op_taps_ && op_taps_->armed();
       torch::Tensor i, f, o, g;
@@ -235,7 +245,7 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
                                 next.act.narrow(1, 0, 3 * units).contiguous());
           op_taps_->elementwise("l" + std::to_string(l) + ".lstm.c.tanh", gates.narrow(1, 3 * units, units).contiguous(),
                                 g.contiguous());
-          op_taps_->elementwise("l" + std::to_string(l) + ".cell.tanh", next.c, next.tc);
+          op_taps_->elementwise("l" + std::to_string(l) + ".cell.tanh", next.c.contiguous(), next.tc.contiguous());
         }
         cell[l] = next.c;
         r[l] = next.h;
@@ -261,13 +271,13 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     std::vector<torch::Tensor> frame_errors(n);
     for (int64_t l = 0; l < n; ++l) {
       Layer& L = layers_[l];
-      torch::Tensor y = conv(L.conv_ahat, r[l], l, "conv_ahat"), ahat, a;
+      torch::Tensor y = conv(ahat_weight[l], L.conv_ahat->bias, r[l], l, "conv_ahat"), ahat, a;
       if (!options_.fused) ahat = activate(Activation::kRelu, y, l, "conv_ahat.relu");
       if (l == 0) {
         if (!options_.fused) ahat = torch::clamp_max(ahat, options_.pixel_max);
         a = x.select(1, t);
       } else {
-        a = torch::max_pool2d(activate(Activation::kRelu, conv(L.conv_a, e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
+        a = torch::max_pool2d(activate(Activation::kRelu, conv(a_weight[l], L.conv_a->bias, e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
       }
       if (options_.fused) {
         FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity());

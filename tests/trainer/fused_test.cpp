@@ -100,6 +100,36 @@ TEST(Fused, ErrorUnitsMatchLibTorchOpsIncludingTheMaskEdges) {
       }
 }
 
+// Channels-last (NHWC) tensors, as the fused PredNet keeps them on CUDA: the same elements through the
+// same per-element code, so the same bits as NCHW, forward and backward.
+TEST(Fused, ChannelsLastGivesTheBitsOfContiguous) {
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  auto pre = uniform({2, 12, 5, 6}, -4, 4, 1, torch::kFloat32, torch::kCPU),
+       c_prev = uniform({2, 3, 5, 6}, -2, 2, 2, torch::kFloat32, torch::kCPU);
+  auto dh = uniform({2, 3, 5, 6}, -1, 1, 3, torch::kFloat32, torch::kCPU);
+  auto cell = [&](torch::MemoryFormat f) {
+    auto p = pre.contiguous(f).requires_grad_(), c = c_prev.contiguous(f).requires_grad_();
+    FusedCell out = fused_lstm_cell(p, c);
+    auto g = torch::autograd::grad({out.h}, {p, c}, {dh.contiguous(f)});
+    return std::vector<torch::Tensor>{out.c, out.h, out.act, g[0], g[1]};
+  };
+  auto a = cell(torch::MemoryFormat::Contiguous), b = cell(cl);
+  EXPECT_TRUE(b[0].is_contiguous(cl));
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(torch::equal(a[k], b[k])) << k;
+
+  auto y = uniform({2, 3, 5, 6}, -1, 2, 4, torch::kFloat32, torch::kCPU), t = uniform({2, 3, 5, 6}, 0, 1, 5, torch::kFloat32, torch::kCPU);
+  auto de = uniform({2, 6, 5, 6}, -1, 1, 6, torch::kFloat32, torch::kCPU);
+  auto error = [&](torch::MemoryFormat f) {
+    auto yy = y.contiguous(f).requires_grad_(), tt = t.contiguous(f).requires_grad_();
+    FusedError out = fused_error_units(yy, tt, 1.0);
+    auto g = torch::autograd::grad({out.e}, {yy, tt}, {de.contiguous(f)});
+    return std::vector<torch::Tensor>{out.e, out.ahat, g[0], g[1]};
+  };
+  auto ea = error(torch::MemoryFormat::Contiguous), eb = error(cl);
+  EXPECT_TRUE(eb[0].is_contiguous(cl));
+  for (size_t k = 0; k < ea.size(); ++k) EXPECT_TRUE(torch::equal(ea[k], eb[k])) << k;
+}
+
 PredNetOptions small(bool fused) {
   PredNetOptions o;
   o.stack_sizes = o.r_stack_sizes = {1, 4, 8};

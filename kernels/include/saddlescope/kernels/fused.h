@@ -3,12 +3,14 @@
 // 7 forward kernels, its error units 4-5). The per-element arithmetic is fused_math.h, the same for the
 // CPU loops and the CUDA kernels. Torch-free: tensors are passed as contiguous arrays.
 //
-// Layouts, row-major, P = H·W pixels, U = units (channels) of the op:
-//   cell:   pre (B, 4, U, P) the gate convolution's output in gate order i, f, o, g; c_prev, c, h,
-//           tc = tanh(c) (B, U, P); act (B, 4, U, P): σ(zi), σ(zf), σ(zo), tanh(zg)
-//   error:  y, a, ahat (B, U, P); e (B, 2, U, P) = [ReLU(A − Â); ReLU(Â − A)]
+// Layouts: an op's elements are `batch` rows of `units_pixels` contiguous ones — (B, U·P) for NCHW
+// tensors, (B·P, U) for NHWC (channels last), P = H·W pixels, U = units (channels) of the op — and a
+// tensor with several blocks per element holds, per row, its blocks one after the other:
+//   cell:   pre (rows, 4, ·) the gate convolution's output in gate order i, f, o, g; c_prev, c, h,
+//           tc = tanh(c) (rows, ·); act (rows, 4, ·): σ(zi), σ(zf), σ(zo), tanh(zg)
+//   error:  y, a, ahat (rows, ·); e (rows, 2, ·) = [ReLU(A − Â); ReLU(Â − A)]
 //
-// Every function takes the element range [begin, end) of its op (cell and error: of B·U·P; adam: of n)
+// Every function takes the element range [begin, end) of its op (cell and error: of rows × length; adam: of n)
 // on the CPU, so that a caller may split the work over threads; the CUDA launchers take the whole op and
 // a cudaStream_t (as void*) and only enqueue. dtype: float or double.
 #pragma once
@@ -19,7 +21,7 @@ namespace saddlescope::kernels {
 
 template <typename T>
 struct CellArgs {
-  int64_t batch = 0, units_pixels = 0;  // B, U·P
+  int64_t batch = 0, units_pixels = 0;  // rows and their length: B and U·P (NCHW), or B·P and U (NHWC)
   const T* pre = nullptr;
   const T* c_prev = nullptr;
   // forward: written
@@ -36,12 +38,12 @@ struct CellArgs {
 
 template <typename T>
 struct ErrorArgs {
-  int64_t batch = 0, units_pixels = 0;  // B, U·P
+  int64_t batch = 0, units_pixels = 0;  // rows and their length, as CellArgs
   T pixel_max = 0;                      // Â's clamp; +inf for none
   const T* y = nullptr;
   const T* a = nullptr;
-  int64_t a_batch_stride = 0;  // elements between a's batch rows, each of U·P contiguous (>= U·P: a frame
-                               // of a (B, T, U, H, W) sequence is read in place)
+  int64_t a_batch_stride = 0;  // elements between a's rows (>= their length: a frame of a
+                               // (B, T, U, H, W) sequence is read in place)
   // forward: written
   T* e = nullptr;
   T* ahat = nullptr;

@@ -123,8 +123,7 @@ class PredNetImpl : public torch::nn::Module {
   // Views of every weight that reads R_l, each with R_l's channels on dim 1 (unit_layers).
   std::vector<torch::Tensor> readers_of_r(int64_t l) const;
   void tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const;
-  // c(in), or the convolution with `weight` and `bias`, through the op tap l<l>.<what> when taps are armed.
-  torch::Tensor conv(torch::nn::Conv2d& c, const torch::Tensor& in, int64_t l, const char* what) const;
+  // The convolution with `weight` and `bias`, through the op tap l<l>.<what> when taps are armed.
   torch::Tensor conv(const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& in, int64_t l,
                      const char* what) const;
   // f(in), through the op tap l<l>.<what> when taps are armed.
