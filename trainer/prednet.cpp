@@ -196,7 +196,7 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
   // NHWC, and NCHW tensors cost two layout transposes per convolution (687 kernels of a batch-16 step
   // on the H100, docs/benchmarks.md). The weights are converted once per forward. Not on the CPU, where
   // channels-last convolutions were slower.
-  const bool nhwc = options_.fused && x.is_cuda();
+  const bool nhwc = options_.fused && (x.is_cuda() || options_.channels_last_on_cpu);
   const auto layout = nhwc ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   auto in_layout = [&](const torch::Tensor& t) { return nhwc ? t.contiguous(layout) : t; };
 
@@ -220,8 +220,11 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     gate_bias[l] = torch::cat({L.i->bias, L.f->bias, L.o->bias, L.c->bias});
     ahat_weight[l] = in_layout(L.conv_ahat->weight);
     if (l > 0) a_weight[l] = in_layout(L.conv_a->weight);
-    // A weight-gradient tap reads the stacked filters' .grad: kept only at tap steps.
-    if (op_taps_ && op_taps_->armed() && gate_weight[l].requires_grad()) gate_weight[l].retain_grad();
+    // A weight-gradient tap reads the .grad of the weight the convolution saw (the stacked filters, a
+    // channels-last copy): kept only at tap steps.
+    if (op_taps_ && op_taps_->armed())
+      for (torch::Tensor* w : {&gate_weight[l], &ahat_weight[l], &a_weight[l]})
+        if (w->defined() && w->requires_grad()) w->retain_grad();
   }
 
   std::vector<torch::Tensor> predictions, errors;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,8 +15,11 @@
 #include <torch/torch.h>
 
 #include "saddlescope/kernels/fused.h"
+#include "saddlescope/probes/op_taps.h"
+#include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/trainer/adam.h"
 #include "saddlescope/trainer/prednet.h"
+#include "temp_dir.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -155,6 +159,7 @@ TEST(Fused, PredNetForwardLossAndGradientsMatchLibTorch) {
         SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64 " : " float32 ") + loss);
         PredNetOptions lib_options = small(false), fused_options = small(true);
         lib_options.loss = fused_options.loss = loss;
+        fused_options.channels_last_on_cpu = dtype == torch::kFloat32;  // CUDA's layout, on the CPU too
         PredNet lib = seeded(lib_options, dtype, device), fused = seeded(fused_options, dtype, device);
         auto x = uniform({2, 4, 1, 16, 16}, 0, 1, 9, dtype, device);
         auto run = [&](PredNet& m) {
@@ -178,6 +183,32 @@ TEST(Fused, PredNetForwardLossAndGradientsMatchLibTorch) {
           EXPECT_CLOSE(fp[p.key()].grad(), p.value().grad(), tol);
         }
       }
+}
+
+// Op taps of the fused model in CUDA's channels-last layout (here on the CPU): every tap finds its
+// op's gradients (a weight gradient is read from the channels-last copy the convolution saw) and every
+// sample is within its bound.
+TEST(Fused, ChannelsLastPredNetIsTappedWithinTheBound) {
+  PredNetOptions o = small(true);
+  o.channels_last_on_cpu = true;
+  PredNet model = seeded(o, torch::kFloat32, torch::kCPU);
+  testing::TempDir dir;
+  auto spec = probes::parse_probe_spec("ops:every=1,k=4");
+  ASSERT_TRUE(spec.ok());
+  auto taps = probes::OpTaps::create({*spec}, model->tap_ops(2, 4), dir.file(""));
+  ASSERT_TRUE(taps.ok()) << taps.status().message();
+  model->set_op_taps(*taps);
+  auto x = uniform({2, 4, 1, 16, 16}, 0, 1, 9, torch::kFloat32, torch::kCPU);
+  (*taps)->arm(0);
+  prednet_loss(model->forward(x), x, "L0").backward();
+  Status recorded = (*taps)->record(0);
+  ASSERT_TRUE(recorded.ok()) << recorded.message();
+  std::ifstream csv(dir.file("ops.csv"));
+  std::string line;
+  int rows = 0;
+  while (std::getline(csv, line)) rows += line.find(",beyond") != std::string::npos ? 1000 : 1;
+  EXPECT_GT(rows, 20);
+  EXPECT_LT(rows, 1000) << "a sample beyond its bound";
 }
 
 // The curvature probe differentiates the gradient again: through the fused ops that is LibTorch's

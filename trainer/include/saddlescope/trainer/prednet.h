@@ -58,7 +58,9 @@ struct PredNetOptions {
   bool zero_bias = false;                                 // reset_parameters: biases 0 (the authors' Keras
                                                           // and the seed study's Chainer init), not PyTorch's
   bool fused = false;  // kernels = fused: the ConvLSTM cell after its gate convolution, and the error
-                       // units with Â's ReLU and clamp, each one fused op (trainer/fused.h)
+                       // units with Â's ReLU and clamp, each one fused op (trainer/fused.h); on CUDA
+                       // with channels-last activations
+  bool channels_last_on_cpu = false;  // fused: channels-last on the CPU too (tests: CUDA's layout in CI)
 };
 
 // Errors name the option: "prednet.height must be divisible by 2^(layers-1) = 8 (4 layers), got 60",
