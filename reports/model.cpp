@@ -493,7 +493,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
     s.runs.push_back(std::move(r));
   }
   for (const auto& d : store::list_run_dirs(dir))
-    if (!listed.count(base_name(d))) {
+    if (!listed.count(base_name(d)) && !store::is_temporary_name(base_name(d))) {  // a writer's temporary is no run
       s.unanalysed.push_back(d);
       s.warnings.push_back(fmt::format("run {} is not in the analysis: rerun `saddlescope analyze`", base_name(d)));
     }

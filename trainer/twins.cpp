@@ -14,6 +14,7 @@
 namespace saddlescope::trainer {
 namespace {
 
+// REQUIRES: a float32 or float64 array.
 torch::Tensor from_npy(const store::NpyArray& a) {
   const auto dtype = a.dtype == store::Dtype::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor t = torch::empty(a.shape, torch::TensorOptions().dtype(dtype));
@@ -51,6 +52,9 @@ Result<std::vector<TwinDifference>> twin_differences(const RunConfig& config, co
     if (it == snap->end() || it->second.shape != shape)
       return Status::Error(fmt::format("{}: the snapshot at step {} is not of this model ({} {})", run_dir, step,
                                        item.key(), it == snap->end() ? "is missing" : "has another shape"));
+    if (it->second.dtype != store::Dtype::kFloat32 && it->second.dtype != store::Dtype::kFloat64)
+      return Status::Error(fmt::format("{}: the snapshot at step {} holds {} as {}, not float32 or float64", run_dir,
+                                       step, item.key(), store::dtype_descr(it->second.dtype)));
     item.value().set_data(from_npy(it->second));
   }
   if (snap->size() != named.size())

@@ -120,6 +120,19 @@ TEST_F(ReportInput, TheSyntheticStudyReportsWithEveryFigure) {
   EXPECT_EQ(m.at("loss").at("not_learning").size(), 1u);
 }
 
+// A writer's temporary beside the runs ("<id>.tmp.<pid>": a run directory still being written or
+// merged) is not a run the analysis left out; a real directory that the analysis did not see is.
+TEST_F(ReportInput, AWritersTemporaryIsNotWarnedAboutAsAnUnanalysedRun) {
+  const std::string study = copy_with([](json&) {});
+  fs::create_directories(study + "/runs/run-being-written.tmp.12345");
+  fs::create_directories(study + "/runs/run-added-later");
+  auto r = report(study);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string warnings = read_json(study + "/report/report.json").at("warnings").dump();
+  EXPECT_EQ(warnings.find("run-being-written"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("run run-added-later is not in the analysis"), std::string::npos) << warnings;
+}
+
 // Found by fuzz_analysis: what `saddlescope analyze` writes for a partial study leaves keys out — a test
 // that is not defined has no estimates, a divergence that could not be computed has only its error, a
 // run without curvature has no curvature summary — and the report read them as if always there

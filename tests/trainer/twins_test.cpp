@@ -110,6 +110,14 @@ TEST(Twins, SnapshotsThatCannotAnswerAreErrorsNamingTheRun) {
   EXPECT_NE(arch.status().message().find("is not of this model (encoder.fc1.weight has another shape)"),
             std::string::npos)
       << arch.status().message();
+  // An array of another dtype (a snapshot is never written so) is refused, not read as floats.
+  const std::string file = *store::RunDir::open(run)->snapshot_path(2) + "/encoder.fc2.weight.grad.npy";
+  std::vector<uint8_t> bytes(4 * 16, 7);
+  ASSERT_TRUE(store::write_npy(file, store::Dtype::kUInt8, {4, 16}, bytes.data()).ok());
+  auto u8 = twin_differences(cfg, run, 2, true, kPair);
+  ASSERT_FALSE(u8.ok());
+  EXPECT_NE(u8.status().message().find("holds encoder.fc2.weight as |u1, not float32 or float64"), std::string::npos)
+      << u8.status().message();
 }
 
 }  // namespace
