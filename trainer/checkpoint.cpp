@@ -18,12 +18,6 @@ namespace {
 
 constexpr const char* kFormat = "saddlescope.checkpoint";
 
-torch::Tensor to_tensor(const store::NpyArray& a) {
-  torch::Dtype dt = a.dtype == store::Dtype::kFloat64 ? torch::kFloat64
-                    : a.dtype == store::Dtype::kFloat32 ? torch::kFloat32 : torch::kUInt8;
-  return torch::from_blob(const_cast<uint8_t*>(a.bytes.data()), a.shape, dt).clone();
-}
-
 }  // namespace
 
 Status save_checkpoint(const std::string& run_dir, const Checkpoint& c) {

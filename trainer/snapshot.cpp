@@ -13,6 +13,13 @@ namespace fs = std::filesystem;
 
 namespace saddlescope::trainer {
 
+torch::Tensor to_tensor(const store::NpyArray& a) {
+  const torch::Dtype dtype = a.dtype == store::Dtype::kFloat64   ? torch::kFloat64
+                             : a.dtype == store::Dtype::kFloat32 ? torch::kFloat32
+                                                                 : torch::kUInt8;
+  return torch::from_blob(const_cast<uint8_t*>(a.bytes.data()), a.shape, dtype).clone();
+}
+
 Status write_tensor(const std::string& path, const torch::Tensor& t) {
   torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
   store::Dtype dtype;
@@ -93,8 +100,7 @@ Status load_parameters(const std::string& path, NamedTensors& params) {
       double v = f64_file ? a->data<double>()[i] : a->data<float>()[i];
       return Status::Error(fmt::format("init_from: {}: element {} is {}; initial weights must be finite", file, i, v));
     }
-    auto source = torch::from_blob(a->bytes.data(), p.sizes(), f64_file ? torch::kFloat64 : torch::kFloat32);
-    p.copy_(source);  // exact: same type, or float32 widened to float64
+    p.copy_(to_tensor(*a));  // exact: same type, or float32 widened to float64
   }
   return Status::Ok();
 }

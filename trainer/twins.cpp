@@ -1,7 +1,5 @@
 #include "saddlescope/trainer/twins.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -13,14 +11,6 @@
 
 namespace saddlescope::trainer {
 namespace {
-
-// REQUIRES: a float32 or float64 array.
-torch::Tensor from_npy(const store::NpyArray& a) {
-  const auto dtype = a.dtype == store::Dtype::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  torch::Tensor t = torch::empty(a.shape, torch::TensorOptions().dtype(dtype));
-  std::memcpy(t.data_ptr(), a.bytes.data(), a.bytes.size());
-  return t;
-}
 
 std::vector<torch::Tensor> clones(const NamedTensors& named) {
   std::vector<torch::Tensor> out;
@@ -55,7 +45,7 @@ Result<std::vector<TwinDifference>> twin_differences(const RunConfig& config, co
     if (it->second.dtype != store::Dtype::kFloat32 && it->second.dtype != store::Dtype::kFloat64)
       return Status::Error(fmt::format("{}: the snapshot at step {} holds {} as {}, not float32 or float64", run_dir,
                                        step, item.key(), store::dtype_descr(it->second.dtype)));
-    item.value().set_data(from_npy(it->second));
+    item.value().set_data(to_tensor(it->second));
   }
   if (snap->size() != named.size())
     return Status::Error(fmt::format("{}: the snapshot at step {} has {} arrays, this model {} parameters", run_dir,

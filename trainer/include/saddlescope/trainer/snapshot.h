@@ -12,10 +12,14 @@
 #include <torch/ordered_dict.h>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/store/npy.h"
 
 namespace saddlescope::trainer {
 
 using NamedTensors = torch::OrderedDict<std::string, torch::Tensor>;
+
+// The array as a CPU tensor of its own element type (float32, float64 or uint8): a copy of its bytes.
+torch::Tensor to_tensor(const store::NpyArray& a);
 
 // Writes `t` (float32, float64 or uint8; on any device: copied to the host) to `path` as .npy,
 // atomically. Errors name the file: another element type, a failed write.
