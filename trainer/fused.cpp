@@ -1,7 +1,5 @@
 #include "saddlescope/trainer/fused.h"
 
-#include <limits>
-
 #include <ATen/Parallel.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
@@ -103,7 +101,6 @@ struct Cell : public torch::autograd::Function<Cell> {
       launch(pre, c.numel(), a, &kernels::cell_forward_cpu<T>, &kernels::cell_forward_cuda<T>);
     });
     ctx->set_materialize_grads(false);
-    ctx->saved_data["nhwc"] = layout.format == torch::MemoryFormat::ChannelsLast;
     ctx->mark_non_differentiable({act, tc});
     ctx->save_for_backward({pre, c_prev, act, tc});
     return {c, h, act, tc};
@@ -115,8 +112,7 @@ struct Cell : public torch::autograd::Function<Cell> {
     torch::Tensor dc = grads[0], dh = grads[1];
     if (!dc.defined() && !dh.defined()) return {torch::Tensor(), torch::Tensor()};
     if (torch::GradMode::is_enabled()) return differentiable(pre, c_prev, dh, dc);
-    const Layout layout = layout_of(pre, c_prev.size(1));
-    SADDLESCOPE_CHECK((layout.format == torch::MemoryFormat::ChannelsLast) == ctx->saved_data["nhwc"].toBool());
+    const Layout layout = layout_of(pre, c_prev.size(1));  // the forward's: `pre` was saved in it
     dc = in_layout(dc, layout);
     dh = in_layout(dh, layout);
     torch::Tensor dpre = empty_in(pre.sizes(), pre, layout);
