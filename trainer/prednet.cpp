@@ -155,8 +155,12 @@ torch::Tensor PredNetImpl::conv(const torch::Tensor& weight, const torch::Tensor
 
 torch::Tensor PredNetImpl::activate(Activation f, const torch::Tensor& in, int64_t l, const char* what) const {
   torch::Tensor y = f == Activation::kSigmoid ? torch::sigmoid(in) : f == Activation::kTanh ? torch::tanh(in) : torch::relu(in);
-  if (op_taps_ && op_taps_->armed()) op_taps_->elementwise("l" + std::to_string(l) + "." + what, in, y);
+  tap_elementwise(l, what, in, y);
   return y;
+}
+
+void PredNetImpl::tap_elementwise(int64_t l, const char* what, const torch::Tensor& in, const torch::Tensor& y) const {
+  if (op_taps_ && op_taps_->armed()) op_taps_->elementwise("l" + std::to_string(l) + "." + what, in, y);
 }
 
 std::vector<probes::TapOp> PredNetImpl::tap_ops(int64_t batch, int64_t frames) const {
@@ -244,11 +248,10 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
         i = next.act.narrow(1, 0, units), f = next.act.narrow(1, units, units);
         o = next.act.narrow(1, 2 * units, units), g = next.act.narrow(1, 3 * units, units);
         if (armed) {  // the fused cell's activations against the same exact references
-          op_taps_->elementwise("l" + std::to_string(l) + ".lstm.ifo.sigmoid", gates.narrow(1, 0, 3 * units).contiguous(),
-                                next.act.narrow(1, 0, 3 * units).contiguous());
-          op_taps_->elementwise("l" + std::to_string(l) + ".lstm.c.tanh", gates.narrow(1, 3 * units, units).contiguous(),
-                                g.contiguous());
-          op_taps_->elementwise("l" + std::to_string(l) + ".cell.tanh", next.c.contiguous(), next.tc.contiguous());
+          tap_elementwise(l, "lstm.ifo.sigmoid", gates.narrow(1, 0, 3 * units).contiguous(),
+                          next.act.narrow(1, 0, 3 * units).contiguous());
+          tap_elementwise(l, "lstm.c.tanh", gates.narrow(1, 3 * units, units).contiguous(), g.contiguous());
+          tap_elementwise(l, "cell.tanh", next.c.contiguous(), next.tc.contiguous());
         }
         cell[l] = next.c;
         r[l] = next.h;

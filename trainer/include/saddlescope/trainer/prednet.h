@@ -131,6 +131,8 @@ class PredNetImpl : public torch::nn::Module {
   // f(in), through the op tap l<l>.<what> when taps are armed.
   enum class Activation { kSigmoid, kTanh, kRelu };
   torch::Tensor activate(Activation f, const torch::Tensor& in, int64_t l, const char* what) const;
+  // y = f(in) elementwise, computed elsewhere, through the op tap l<l>.<what> when taps are armed.
+  void tap_elementwise(int64_t l, const char* what, const torch::Tensor& in, const torch::Tensor& y) const;
 
   PredNetOptions options_;
   std::vector<Layer> layers_;
