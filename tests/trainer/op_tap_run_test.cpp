@@ -74,19 +74,30 @@ TEST(OpTapRun, AutoencoderRowsWithinTheBoundAndTheSameBits) {
   }
 }
 
-TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
-  testing::TempDir dir;
+// A small PredNet (two layers, 28x28, 3 frames) trained 6 steps plainly and again with taps every 5
+// steps, k = 6, with the `extra` flags; the taps must not change the trajectory. Returns the tapped run.
+std::string tapped_prednet(const testing::TempDir& dir, std::vector<std::pair<std::string, std::string>> extra) {
   ConfigBuilder b;
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "28"}, {"digits", "1"}, {"nt", "3"},
-           {"prednet_stacks", "1,2"}, {"prednet_loss", "pixel_mse"}, {"steps", "6"}, {"batch_size", "2"},
-           {"threads", "1"}, {"eval_sequences", "4"}, {"log_every", "3"}, {"out", dir.file("plain")}})
-    ASSERT_TRUE(b.set_flag(k, v).ok()) << k;
-  RunConfig cfg = *b.resolve();
+  std::vector<std::pair<std::string, std::string>> flags = {
+      {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "28"}, {"digits", "1"}, {"nt", "3"},
+      {"prednet_stacks", "1,2"}, {"steps", "6"}, {"batch_size", "2"}, {"threads", "1"}, {"eval_sequences", "4"},
+      {"log_every", "3"}, {"out", dir.file("plain")}};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  for (auto [k, v] : flags) EXPECT_TRUE(b.set_flag(k, v).ok()) << k;
+  auto resolved = b.resolve();
+  EXPECT_TRUE(resolved.ok()) << resolved.status().message();
+  if (!resolved.ok()) return "";
+  RunConfig cfg = *resolved;
   std::string plain = run(cfg, {});
   cfg.out = dir.file("tapped");
   std::string tapped = run(cfg, {"ops:every=5,k=6"});
   expect_same_trajectory(plain, tapped);
+  return tapped;
+}
+
+TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
+  testing::TempDir dir;
+  std::string tapped = tapped_prednet(dir, {{"prednet_loss", "pixel_mse"}});
 
   store::CsvText t = ops_csv(tapped);
   const size_t op = 1, phase = 2, call = static_cast<size_t>(t.column("call"));
@@ -118,17 +129,7 @@ TEST(OpTapRun, PredNetTapsEveryFrameAndTheWeightGradientOverAllFrames) {
 // within the bound; Â's ReLU, fused with its clamp into the error units, is not an op of its own.
 TEST(OpTapRun, FusedPredNetTapsItsActivationsWithinTheBound) {
   testing::TempDir dir;
-  ConfigBuilder b;
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "28"}, {"digits", "1"}, {"nt", "3"},
-           {"prednet_stacks", "1,2"}, {"steps", "6"}, {"batch_size", "2"}, {"kernels", "fused"},
-           {"threads", "1"}, {"eval_sequences", "4"}, {"log_every", "3"}, {"out", dir.file("plain")}})
-    ASSERT_TRUE(b.set_flag(k, v).ok()) << k;
-  RunConfig cfg = *b.resolve();
-  std::string plain = run(cfg, {});
-  cfg.out = dir.file("tapped");
-  std::string tapped = run(cfg, {"ops:every=5,k=6"});
-  expect_same_trajectory(plain, tapped);
+  std::string tapped = tapped_prednet(dir, {{"kernels", "fused"}});
 
   store::CsvText t = ops_csv(tapped);
   std::set<std::string> ops;
