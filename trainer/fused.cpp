@@ -39,8 +39,8 @@ void dispatch(const torch::Tensor& t, Fn&& fn) {
   else fn(double{});
 }
 
-// An op's memory layout, from its first input: NCHW, or NHWC (channels last) when that input is laid out
-// so and has more than one channel (with one channel the two are the same memory). The kernels see the
+// An op's memory layout, from its first input: NCHW, or NHWC (channels last) when that input is laid
+// out so. The kernels see the
 // elements as `outer` rows of `inner` contiguous ones: (B, U·H·W) in NCHW, (B·H·W, U) in NHWC, with a
 // gate or half of E the `inner` block after the previous one (fused.h's layouts, per row).
 struct Layout {
@@ -48,7 +48,9 @@ struct Layout {
   int64_t outer = 0, inner = 0;
 };
 Layout layout_of(const torch::Tensor& first, int64_t units) {
-  const bool nhwc = units > 1 && first.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
+  // A one-channel tensor's strides still say which it is (LibTorch: (HW, 1, W, 1) is channels last),
+  // and an op with one unit has several blocks per element (the cell's four gates, E's two halves).
+  const bool nhwc = first.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
   const int64_t b = first.size(0), pixels = first.size(2) * first.size(3);
   if (nhwc) return {torch::MemoryFormat::ChannelsLast, b * pixels, units};
   return {torch::MemoryFormat::Contiguous, b, units * pixels};
@@ -217,7 +219,96 @@ struct Error : public torch::autograd::Function<Error> {
   }
 };
 
+// A stride-1 convolution with "same" padding: LibTorch's forward and backward ops.
+torch::Tensor convolve(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  const int64_t p = w.size(2) / 2;
+  return at::convolution(x, w, b, {1, 1}, {p, p}, {1, 1}, false, {0, 0}, 1);
+}
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> convolve_backward(const torch::Tensor& dy,
+                                                                       const torch::Tensor& x,
+                                                                       const torch::Tensor& w,
+                                                                       std::array<bool, 3> mask) {
+  const int64_t p = w.size(2) / 2;
+  return at::convolution_backward(dy, x, w, c10::IntArrayRef{w.size(0)}, {1, 1}, {p, p}, {1, 1}, false, {0, 0}, 1, mask);
+}
+
+// One frame's convolution of a FrameConvolution: its backward forms the input's gradient and leaves
+// (input, output gradient) in `frames` for Gather, which forms the weights' over all frames at once.
+struct FrameConv : public torch::autograd::Function<FrameConv> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const torch::Tensor& b, c10::List<torch::Tensor> frames) {
+    ctx->saved_data["frames"] = frames;
+    ctx->save_for_backward({x, w});
+    return {convolve(x, w, b)};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &w = saved[1], &dy = grads[0];
+    const bool weights = ctx->needs_input_grad(1) || ctx->needs_input_grad(2);
+    if (torch::GradMode::is_enabled()) {  // create_graph: per frame, differentiable
+      auto [dx, dw, db] = convolve_backward(dy, x, w, {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                                                       ctx->needs_input_grad(2)});
+      return {dx, dw, db, torch::Tensor()};
+    }
+    torch::Tensor dx;
+    if (ctx->needs_input_grad(0)) dx = std::get<0>(convolve_backward(dy, x, w, {true, false, false}));
+    if (weights) {
+      // Detached: the list must not hold the graph (x's history leads back to this node).
+      auto frames = ctx->saved_data["frames"].toTensorList();
+      frames.push_back(x.detach());
+      frames.push_back(dy);
+    }
+    return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// The weight and bias as they enter the frames' convolutions: the identity forward; the backward, which
+// runs once every frame's backward has, adds their deferred weight and bias gradients, formed at once.
+struct Gather : public torch::autograd::Function<Gather> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& w, const torch::Tensor& b,
+                               c10::List<torch::Tensor> frames) {
+    ctx->set_materialize_grads(false);
+    ctx->saved_data["frames"] = frames;
+    ctx->save_for_backward({w});
+    return {w, b};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    torch::Tensor dw = grads[0], db = grads[1];
+    auto frames = ctx->saved_data["frames"].toTensorList();
+    if (!frames.empty()) {
+      std::vector<torch::Tensor> x, dy;
+      for (size_t i = 0; i < frames.size(); i += 2) {
+        x.push_back(frames.get(i));
+        dy.push_back(frames.get(i + 1));
+      }
+      frames.clear();
+      const torch::Tensor w = ctx->get_saved_variables()[0];
+      auto [unused, frames_dw, frames_db] = convolve_backward(torch::cat(dy), torch::cat(x), w, {false, true, true});
+      dw = dw.defined() ? dw + frames_dw : frames_dw;
+      db = db.defined() ? db + frames_db : frames_db;
+    }
+    return {dw, db, torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+FrameConvolution::FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched)
+    : weight_(weight), bias_(bias) {
+  SADDLESCOPE_CHECK(weight.dim() == 4 && weight.size(2) % 2 == 1 && weight.size(2) == weight.size(3) &&
+                    bias.dim() == 1 && bias.size(0) == weight.size(0));
+  if (!batched) return;
+  variable_list seen = Gather::apply(weight, bias, frames_);
+  gathered_weight_ = seen[0];
+  gathered_bias_ = seen[1];
+}
+
+torch::Tensor FrameConvolution::operator()(const torch::Tensor& x) const {
+  if (!gathered_weight_.defined()) return torch::conv2d(x, weight_, bias_, 1, padding());
+  return FrameConv::apply(x, gathered_weight_, gathered_bias_, frames_)[0];
+}
 
 FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev) {
   variable_list out = Cell::apply(pre, c_prev);

@@ -144,12 +144,10 @@ void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tenso
   if (tap_) tap_("l" + std::to_string(l) + "." + what, t, v);
 }
 
-torch::Tensor PredNetImpl::conv(const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& in,
-                                int64_t l, const char* what) const {
-  const int64_t pad = options_.filter_size / 2;
-  torch::Tensor y = torch::conv2d(in, weight, bias, 1, pad);
+torch::Tensor PredNetImpl::conv(const FrameConvolution& c, const torch::Tensor& in, int64_t l, const char* what) const {
+  torch::Tensor y = c(in);
   if (op_taps_ && op_taps_->armed())
-    op_taps_->conv2d("l" + std::to_string(l) + "." + what, in, weight, bias, {1, pad, 1}, y);
+    op_taps_->conv2d("l" + std::to_string(l) + "." + what, in, c.weight(), c.bias(), {1, c.padding(), 1}, y);
   return y;
 }
 
@@ -217,18 +215,30 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
   // The four gate convolutions of a layer run as one, their filters stacked on the output channels
   // (i, f, o, c): per frame one convolution and two activations instead of four and four — a PredNet
   // step is thousands of tiny kernels, and their count is its time on a GPU. Same math per output.
-  std::vector<torch::Tensor> gate_weight(n), gate_bias(n), ahat_weight(n), a_weight(n);
+  // With fused kernels each convolution's weight gradients are formed once over all frames
+  // (FrameConvolution).
+  std::vector<FrameConvolution> gate_conv(n), ahat_conv(n), a_conv(n);
   for (int64_t l = 0; l < n; ++l) {
     Layer& L = layers_[l];
-    gate_weight[l] = in_layout(torch::cat({L.i->weight, L.f->weight, L.o->weight, L.c->weight}));
-    gate_bias[l] = torch::cat({L.i->bias, L.f->bias, L.o->bias, L.c->bias});
-    ahat_weight[l] = in_layout(L.conv_ahat->weight);
-    if (l > 0) a_weight[l] = in_layout(L.conv_a->weight);
-    // A weight-gradient tap reads the .grad of the weight the convolution saw (the stacked filters, a
-    // channels-last copy): kept only at tap steps.
-    if (op_taps_ && op_taps_->armed())
-      for (torch::Tensor* w : {&gate_weight[l], &ahat_weight[l], &a_weight[l]})
-        if (w->defined() && w->requires_grad()) w->retain_grad();
+    auto weights = [&](const torch::Tensor& w, const torch::Tensor& b) {
+      torch::Tensor seen = in_layout(w);
+      // A weight-gradient tap reads the .grad of the weight the convolution saw (the stacked filters, a
+      // channels-last copy): kept only at tap steps.
+      if (op_taps_ && op_taps_->armed() && seen.requires_grad()) seen.retain_grad();
+      return FrameConvolution(seen, b, options_.fused);
+    };
+    gate_conv[l] = weights(torch::cat({L.i->weight, L.f->weight, L.o->weight, L.c->weight}),
+                           torch::cat({L.i->bias, L.f->bias, L.o->bias, L.c->bias}));
+    ahat_conv[l] = weights(L.conv_ahat->weight, L.conv_ahat->bias);
+    if (l > 0) a_conv[l] = weights(L.conv_a->weight, L.conv_a->bias);
+  }
+
+  // The layers whose errors carry a gradient: all, or with fused kernels those the configured loss
+  // weighs. The others' means would take a backward of zeros (2 kernels per frame and layer).
+  std::vector<bool> weighed(n, !options_.fused);
+  if (options_.fused && options_.loss != "pixel_mse") {
+    std::vector<double> w = prednet_layer_weights(options_.loss, n);
+    for (int64_t l = 0; l < n; ++l) weighed[l] = w[l] != 0;
   }
 
   std::vector<torch::Tensor> predictions, errors;
@@ -240,7 +250,7 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
       if (l + 1 == n) z = torch::cat({e[l], r[l]}, 1);
       else if (nhwc) z = torch::cat({e[l], r[l], torch::upsample_nearest2d(r[l + 1], {r[l].size(2), r[l].size(3)})}, 1);
       else z = torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1);
-      auto gates = conv(gate_weight[l], gate_bias[l], z, l, "lstm");
+      auto gates = conv(gate_conv[l], z, l, "lstm");
       const bool armed = op_taps_ && op_taps_->armed();
       torch::Tensor i, f, o, g;
       if (options_.fused) {
@@ -276,14 +286,13 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     // Bottom-up: predictions, targets and errors of this frame.
     std::vector<torch::Tensor> frame_errors(n);
     for (int64_t l = 0; l < n; ++l) {
-      Layer& L = layers_[l];
-      torch::Tensor y = conv(ahat_weight[l], L.conv_ahat->bias, r[l], l, "conv_ahat"), ahat, a;
+      torch::Tensor y = conv(ahat_conv[l], r[l], l, "conv_ahat"), ahat, a;
       if (!options_.fused) ahat = activate(Activation::kRelu, y, l, "conv_ahat.relu");
       if (l == 0) {
         if (!options_.fused) ahat = torch::clamp_max(ahat, options_.pixel_max);
         a = x.select(1, t);
       } else {
-        a = torch::max_pool2d(activate(Activation::kRelu, conv(a_weight[l], L.conv_a->bias, e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
+        a = torch::max_pool2d(activate(Activation::kRelu, conv(a_conv[l], e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
       }
       if (options_.fused) {
         FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity());
@@ -294,7 +303,7 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
         e[l] = torch::relu(torch::cat({diff, -diff}, 1));  // [ReLU(A - Â); ReLU(Â - A)]
       }
       if (l == 0) predictions.push_back(ahat);
-      frame_errors[l] = e[l].mean({1, 2, 3});  // (batch)
+      frame_errors[l] = (weighed[l] ? e[l] : e[l].detach()).mean({1, 2, 3});  // (batch)
       if (tap_) {
         tap("ahat", l, t, ahat);
         tap("a", l, t, a);

@@ -211,6 +211,40 @@ TEST(Fused, ChannelsLastPredNetIsTappedWithinTheBound) {
   EXPECT_LT(rows, 1000) << "a sample beyond its bound";
 }
 
+// FrameConvolution's weight gradients, formed once over all frames, against LibTorch's frame-by-frame
+// sum; input gradients per frame as LibTorch's. A second backward of the same graph collects its frames
+// anew (the first's were consumed); a backward that asks for the inputs alone leaves the weights alone.
+TEST(Fused, FrameConvolutionGradientsAreTheSumOverFrames) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+      SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64" : " float32"));
+      const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-6;
+      auto w0 = uniform({6, 5, 3, 3}, -0.3, 0.3, 30, dtype, device), b0 = uniform({6}, -0.3, 0.3, 31, dtype, device);
+      std::vector<torch::Tensor> x;
+      for (int t = 0; t < 4; ++t) x.push_back(uniform({2, 5, 8, 8}, -1, 1, 40 + t, dtype, device).requires_grad_());
+      auto run = [&](bool batched, int backwards) {
+        torch::Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+        FrameConvolution conv(w, b, batched);
+        torch::Tensor h = torch::zeros({2, 6, 8, 8}, x[0].options()), loss = torch::zeros({}, h.options());
+        for (const auto& xt : x) {  // a recurrence, so that frames depend on earlier frames' outputs
+          h = torch::tanh(conv(xt) + 0.5 * h);
+          loss = loss + (h * h).sum();
+        }
+        for (int k = 0; k < backwards; ++k) loss.backward({}, /*retain_graph=*/true);
+        auto dx = torch::autograd::grad({loss}, {x[0]}, {}, true);
+        EXPECT_FALSE(w.grad().defined() && backwards == 0);
+        return std::vector<torch::Tensor>{w.grad(), b.grad(), x[1].grad(), dx[0]};
+      };
+      for (auto& xt : x) xt.mutable_grad() = torch::Tensor();
+      auto lib = run(false, 2);
+      for (auto& xt : x) xt.mutable_grad() = torch::Tensor();
+      auto batched = run(true, 2);
+      for (size_t i = 0; i < lib.size(); ++i) EXPECT_CLOSE(batched[i], lib[i], tol) << "gradient " << i;
+      for (auto& xt : x) xt.mutable_grad() = torch::Tensor();
+      run(true, 0);
+    }
+}
+
 // The curvature probe differentiates the gradient again: through the fused ops that is LibTorch's
 // derivative of the saved inputs (fused.h), so H·v matches the unfused model's.
 TEST(Fused, HessianVectorProductThroughFusedOpsMatchesLibTorch) {

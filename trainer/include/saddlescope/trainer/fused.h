@@ -9,6 +9,7 @@
 // differentiable; an HVP of a fused model is the fused forward with LibTorch's derivatives.
 #pragma once
 
+#include <ATen/core/List.h>
 #include <torch/types.h>
 
 namespace saddlescope::trainer {
@@ -38,5 +39,32 @@ FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, dou
 void fused_adam(const torch::Tensor& param, const torch::Tensor& m, const torch::Tensor& v, const torch::Tensor& lr,
                 const torch::Tensor& beta1_power, const torch::Tensor& beta2_power, double beta1, double beta2,
                 double eps);
+
+// One convolution's weights applied to each frame of a sequence (stride 1, "same" zero padding). With
+// `batched` its weight and bias gradients are formed once per backward, over all frames together, when
+// the last frame's backward has run: one weight-gradient convolution and one bias reduction over
+// frames × batch samples, instead of one of each per frame plus the adds that sum them (a PredNet step's
+// largest share of kernels after the fusions, docs/benchmarks.md). The sum over frames then lies inside
+// the convolution's reduction and rounds differently from LibTorch's frame-by-frame sum. A backward with
+// grad mode on (create_graph: the HVPs) forms every gradient per frame with LibTorch's differentiable
+// convolution backward. Without `batched` each call is torch::conv2d.
+// One object per forward: it collects its frames' gradients until that forward's backward.
+class FrameConvolution {
+ public:
+  FrameConvolution() = default;
+  // weight (O, C, k, k), k odd; bias (O).
+  FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched);
+  // x (B, C, H, W) -> (B, O, H, W).
+  torch::Tensor operator()(const torch::Tensor& x) const;
+  // The weight and bias as given: their gradients are the sums over the frames.
+  const torch::Tensor& weight() const { return weight_; }
+  const torch::Tensor& bias() const { return bias_; }
+  int64_t padding() const { return weight_.size(2) / 2; }
+
+ private:
+  torch::Tensor weight_, bias_;
+  torch::Tensor gathered_weight_, gathered_bias_;  // batched: what the frames see, whose backward adds
+  c10::List<torch::Tensor> frames_;               // batched: each frame's input and output gradient
+};
 
 }  // namespace saddlescope::trainer

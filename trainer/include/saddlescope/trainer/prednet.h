@@ -46,6 +46,8 @@
 
 namespace saddlescope::trainer {
 
+class FrameConvolution;  // trainer/fused.h
+
 struct PredNetOptions {
   std::vector<int64_t> stack_sizes = {1, 32, 64, 128};    // channels of A_l; [0] = image channels
   std::vector<int64_t> r_stack_sizes = {1, 32, 64, 128};  // channels of R_l, one per layer
@@ -58,8 +60,9 @@ struct PredNetOptions {
   bool zero_bias = false;                                 // reset_parameters: biases 0 (the authors' Keras
                                                           // and the seed study's Chainer init), not PyTorch's
   bool fused = false;  // kernels = fused: the ConvLSTM cell after its gate convolution, and the error
-                       // units with Â's ReLU and clamp, each one fused op (trainer/fused.h); on CUDA
-                       // with channels-last activations
+                       // units with Â's ReLU and clamp, each one fused op; each convolution's weight
+                       // gradients formed once over all frames (trainer/fused.h); on CUDA with
+                       // channels-last activations
   bool channels_last_on_cpu = false;  // fused: channels-last on the CPU too (tests: CUDA's layout in CI)
 };
 
@@ -69,7 +72,8 @@ Status validate(const PredNetOptions& options);
 
 struct PredNetOutput {
   torch::Tensor prediction;  // (batch, T, C0, H, W): Â_0 per frame, frame t predicting x_t
-  torch::Tensor errors;      // (batch, T, L): mean over E_l's units (channels, H_l, W_l), >= 0
+  torch::Tensor errors;      // (batch, T, L): mean over E_l's units (channels, H_l, W_l), >= 0; with
+                             // options.fused only the layers options.loss weighs carry a gradient
 };
 
 // Observes named activations during forward: (name, frame t, value). Values are live graph tensors;
@@ -125,9 +129,8 @@ class PredNetImpl : public torch::nn::Module {
   // Views of every weight that reads R_l, each with R_l's channels on dim 1 (unit_layers).
   std::vector<torch::Tensor> readers_of_r(int64_t l) const;
   void tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const;
-  // The convolution with `weight` and `bias`, through the op tap l<l>.<what> when taps are armed.
-  torch::Tensor conv(const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& in, int64_t l,
-                     const char* what) const;
+  // c(in), through the op tap l<l>.<what> when taps are armed.
+  torch::Tensor conv(const FrameConvolution& c, const torch::Tensor& in, int64_t l, const char* what) const;
   // f(in), through the op tap l<l>.<what> when taps are armed.
   enum class Activation { kSigmoid, kTanh, kRelu };
   torch::Tensor activate(Activation f, const torch::Tensor& in, int64_t l, const char* what) const;
