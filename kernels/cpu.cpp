@@ -5,24 +5,28 @@
 
 namespace saddlescope::kernels {
 
+namespace {
+template <typename Args, void (*at)(const Args&, int64_t)>
+void each(const Args& a, int64_t begin, int64_t end) {
+  for (int64_t k = begin; k < end; ++k) at(a, k);
+}
+}  // namespace
+
 template <typename T>
 void cell_forward_cpu(const CellArgs<T>& a, int64_t begin, int64_t end) {
-  for (int64_t k = begin; k < end; ++k) cell_forward_at(a, k);
+  each<CellArgs<T>, cell_forward_at<T>>(a, begin, end);
 }
-
 template <typename T>
 void cell_backward_cpu(const CellArgs<T>& a, int64_t begin, int64_t end) {
-  for (int64_t k = begin; k < end; ++k) cell_backward_at(a, k);
+  each<CellArgs<T>, cell_backward_at<T>>(a, begin, end);
 }
-
 template <typename T>
 void error_forward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end) {
-  for (int64_t k = begin; k < end; ++k) error_forward_at(a, k);
+  each<ErrorArgs<T>, error_forward_at<T>>(a, begin, end);
 }
-
 template <typename T>
 void error_backward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end) {
-  for (int64_t k = begin; k < end; ++k) error_backward_at(a, k);
+  each<ErrorArgs<T>, error_backward_at<T>>(a, begin, end);
 }
 
 template <typename T>

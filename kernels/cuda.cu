@@ -27,24 +27,10 @@ void check_launch(const char* what) {
 #define SADDLESCOPE_FOR_EACH(k, n) \
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < (n); k += int64_t{blockDim.x} * gridDim.x)
 
-template <typename T>
-__global__ void cell_forward_kernel(CellArgs<T> a) {
-  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) cell_forward_at(a, k);
-}
-
-template <typename T>
-__global__ void cell_backward_kernel(CellArgs<T> a) {
-  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) cell_backward_at(a, k);
-}
-
-template <typename T>
-__global__ void error_forward_kernel(ErrorArgs<T> a) {
-  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) error_forward_at(a, k);
-}
-
-template <typename T>
-__global__ void error_backward_kernel(ErrorArgs<T> a) {
-  SADDLESCOPE_FOR_EACH(k, a.batch * a.units_pixels) error_backward_at(a, k);
+// Every element k < n of an op through `at` (elements.h).
+template <typename Args, void (*at)(const Args&, int64_t)>
+__global__ void each_kernel(Args a, int64_t n) {
+  SADDLESCOPE_FOR_EACH(k, n) at(a, k);
 }
 
 template <typename T>
@@ -54,6 +40,13 @@ __global__ void adam_kernel(AdamArgs<T> a) {
 }
 
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+template <typename Args, void (*at)(const Args&, int64_t)>
+void enqueue_each(const Args& a, void* stream, const char* what) {
+  const int64_t n = a.batch * a.units_pixels;
+  each_kernel<Args, at><<<blocks(n), kThreads, 0, as_stream(stream)>>>(a, n);
+  check_launch(what);
+}
 
 }  // namespace
 
@@ -70,23 +63,19 @@ const char* cuda_build_info() {
 
 template <typename T>
 void cell_forward_cuda(const CellArgs<T>& a, void* stream) {
-  cell_forward_kernel<T><<<blocks(a.batch * a.units_pixels), kThreads, 0, as_stream(stream)>>>(a);
-  check_launch("cell_forward");
+  enqueue_each<CellArgs<T>, cell_forward_at<T>>(a, stream, "cell_forward");
 }
 template <typename T>
 void cell_backward_cuda(const CellArgs<T>& a, void* stream) {
-  cell_backward_kernel<T><<<blocks(a.batch * a.units_pixels), kThreads, 0, as_stream(stream)>>>(a);
-  check_launch("cell_backward");
+  enqueue_each<CellArgs<T>, cell_backward_at<T>>(a, stream, "cell_backward");
 }
 template <typename T>
 void error_forward_cuda(const ErrorArgs<T>& a, void* stream) {
-  error_forward_kernel<T><<<blocks(a.batch * a.units_pixels), kThreads, 0, as_stream(stream)>>>(a);
-  check_launch("error_forward");
+  enqueue_each<ErrorArgs<T>, error_forward_at<T>>(a, stream, "error_forward");
 }
 template <typename T>
 void error_backward_cuda(const ErrorArgs<T>& a, void* stream) {
-  error_backward_kernel<T><<<blocks(a.batch * a.units_pixels), kThreads, 0, as_stream(stream)>>>(a);
-  check_launch("error_backward");
+  enqueue_each<ErrorArgs<T>, error_backward_at<T>>(a, stream, "error_backward");
 }
 template <typename T>
 void adam_cuda(const AdamArgs<T>& a, void* stream) {
