@@ -233,9 +233,11 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     if (l > 0) a_conv[l] = weights(L.conv_a->weight, L.conv_a->bias);
   }
 
-  // The layers whose errors carry a gradient: all, or with fused kernels those the configured loss
-  // weighs. The others' means would take a backward of zeros (2 kernels per frame and layer).
-  std::vector<bool> weighed(n, !options_.fused);
+  // With fused kernels E's means are taken once per layer over all frames (2 kernels, not one per
+  // frame), and only the layers the configured loss weighs carry a gradient: the others' would take a
+  // backward of zeros.
+  std::vector<std::vector<torch::Tensor>> e_frames(n);
+  std::vector<bool> weighed(n, false);
   if (options_.fused && options_.loss != "pixel_mse") {
     std::vector<double> w = prednet_layer_weights(options_.loss, n);
     for (int64_t l = 0; l < n; ++l) weighed[l] = w[l] != 0;
@@ -303,14 +305,19 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
         e[l] = torch::relu(torch::cat({diff, -diff}, 1));  // [ReLU(A - Â); ReLU(Â - A)]
       }
       if (l == 0) predictions.push_back(ahat);
-      frame_errors[l] = (weighed[l] ? e[l] : e[l].detach()).mean({1, 2, 3});  // (batch)
+      if (options_.fused) e_frames[l].push_back(weighed[l] ? e[l] : e[l].detach());
+      else frame_errors[l] = e[l].mean({1, 2, 3});  // (batch)
       if (tap_) {
         tap("ahat", l, t, ahat);
         tap("a", l, t, a);
         tap("e", l, t, e[l]);
       }
     }
-    errors.push_back(torch::stack(frame_errors, 1));  // (batch, L)
+    if (!options_.fused) errors.push_back(torch::stack(frame_errors, 1));  // (batch, L)
+  }
+  if (options_.fused) {
+    for (int64_t l = 0; l < n; ++l) errors.push_back(torch::stack(e_frames[l], 1).mean({2, 3, 4}));  // (batch, T)
+    return {torch::stack(predictions, 1), torch::stack(errors, 2)};
   }
   return {torch::stack(predictions, 1), torch::stack(errors, 1)};
 }

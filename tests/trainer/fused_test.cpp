@@ -155,7 +155,7 @@ PredNet seeded(const PredNetOptions& options, torch::Dtype dtype, torch::Device 
 TEST(Fused, PredNetForwardLossAndGradientsMatchLibTorch) {
   for (torch::Device device : devices())
     for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32})
-      for (const char* loss : {"L0", "pixel_mse"}) {
+      for (const char* loss : {"L0", "Lall", "pixel_mse"}) {
         SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64 " : " float32 ") + loss);
         PredNetOptions lib_options = small(false), fused_options = small(true);
         lib_options.loss = fused_options.loss = loss;
