@@ -30,6 +30,15 @@ void error_backward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end) {
 }
 
 template <typename T>
+void pool_forward_cpu(const PoolArgs<T>& a, int64_t begin, int64_t end) {
+  each<PoolArgs<T>, pool_forward_at<T>>(a, begin, end);
+}
+template <typename T>
+void pool_backward_cpu(const PoolArgs<T>& a, int64_t begin, int64_t end) {
+  each<PoolArgs<T>, pool_backward_at<T>>(a, begin, end);
+}
+
+template <typename T>
 void adam_cpu(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   const auto s = math::adam_scalars<T>(*a.lr, *a.beta1_power, *a.beta2_power, a.beta1, a.beta2, a.eps);
   for (int64_t k = begin; k < end; ++k) math::adam(a.p[k], a.g[k], a.m[k], a.v[k], s);
@@ -40,6 +49,8 @@ void adam_cpu(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   template void cell_backward_cpu<T>(const CellArgs<T>&, int64_t, int64_t);      \
   template void error_forward_cpu<T>(const ErrorArgs<T>&, int64_t, int64_t);     \
   template void error_backward_cpu<T>(const ErrorArgs<T>&, int64_t, int64_t);    \
+  template void pool_forward_cpu<T>(const PoolArgs<T>&, int64_t, int64_t);       \
+  template void pool_backward_cpu<T>(const PoolArgs<T>&, int64_t, int64_t);      \
   template void adam_cpu<T>(const AdamArgs<T>&, int64_t, int64_t);
 SADDLESCOPE_KERNELS_CPU(float)
 SADDLESCOPE_KERNELS_CPU(double)

@@ -43,7 +43,7 @@ cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 template <typename Args, void (*at)(const Args&, int64_t)>
 void enqueue_each(const Args& a, void* stream, const char* what) {
-  const int64_t n = a.batch * a.units_pixels;
+  const int64_t n = elements(a);
   each_kernel<Args, at><<<blocks(n), kThreads, 0, as_stream(stream)>>>(a, n);
   check_launch(what);
 }
@@ -78,6 +78,14 @@ void error_backward_cuda(const ErrorArgs<T>& a, void* stream) {
   enqueue_each<ErrorArgs<T>, error_backward_at<T>>(a, stream, "error_backward");
 }
 template <typename T>
+void pool_forward_cuda(const PoolArgs<T>& a, void* stream) {
+  enqueue_each<PoolArgs<T>, pool_forward_at<T>>(a, stream, "pool_forward");
+}
+template <typename T>
+void pool_backward_cuda(const PoolArgs<T>& a, void* stream) {
+  enqueue_each<PoolArgs<T>, pool_backward_at<T>>(a, stream, "pool_backward");
+}
+template <typename T>
 void adam_cuda(const AdamArgs<T>& a, void* stream) {
   adam_kernel<T><<<blocks(a.n), kThreads, 0, as_stream(stream)>>>(a);
   check_launch("adam");
@@ -88,6 +96,8 @@ void adam_cuda(const AdamArgs<T>& a, void* stream) {
   template void cell_backward_cuda<T>(const CellArgs<T>&, void*);        \
   template void error_forward_cuda<T>(const ErrorArgs<T>&, void*);       \
   template void error_backward_cuda<T>(const ErrorArgs<T>&, void*);      \
+  template void pool_forward_cuda<T>(const PoolArgs<T>&, void*);        \
+  template void pool_backward_cuda<T>(const PoolArgs<T>&, void*);       \
   template void adam_cuda<T>(const AdamArgs<T>&, void*);
 SADDLESCOPE_KERNELS_CUDA(float)
 SADDLESCOPE_KERNELS_CUDA(double)

@@ -53,4 +53,65 @@ SADDLESCOPE_HD void error_backward_at(const ErrorArgs<T>& a, int64_t k) {
   if (a.da) a.da[k] = r.da;
 }
 
+// Output element k of a pool: the index of its window's first input, and the steps from there to the
+// next column and the next row.
+struct Window {
+  int64_t first, column, row;
+};
+template <typename T>
+SADDLESCOPE_HD Window pool_window(const PoolArgs<T>& a, int64_t k) {
+  const int64_t w = 2 * a.out_width, h = 2 * a.out_height;
+  if (a.nhwc) {  // k = ((b·Ho + i)·Wo + j)·U + u
+    const int64_t u = k % a.units, p = k / a.units, j = p % a.out_width, bi = p / a.out_width;
+    const int64_t i = bi % a.out_height, b = bi / a.out_height;
+    return {((b * h + 2 * i) * w + 2 * j) * a.units + u, a.units, w * a.units};
+  }
+  // k = ((b·U + u)·Ho + i)·Wo + j
+  const int64_t j = k % a.out_width, pi = k / a.out_width, i = pi % a.out_height, plane = pi / a.out_height;
+  return {(plane * h + 2 * i) * w + 2 * j, 1, w};
+}
+SADDLESCOPE_HD int64_t window_at(const Window& win, int s) { return win.first + (s / 2) * win.row + (s % 2) * win.column; }
+
+// The window's maximum of ReLU(y) and which of its four (row-major) holds it: LibTorch's rule.
+template <typename T>
+SADDLESCOPE_HD int pool_argmax(const T* y, const Window& win, T* max) {
+  int best = 0;
+  T m = math::relu(y[win.first]);
+  for (int s = 1; s < 4; ++s) {
+    const T v = math::relu(y[window_at(win, s)]);
+    if (v > m || v != v) {
+      m = v;
+      best = s;
+    }
+  }
+  *max = m;
+  return best;
+}
+
+template <typename T>
+SADDLESCOPE_HD void pool_forward_at(const PoolArgs<T>& a, int64_t k) {
+  T m;
+  pool_argmax(a.y, pool_window(a, k), &m);
+  a.out[k] = m;
+}
+
+template <typename T>
+SADDLESCOPE_HD void pool_backward_at(const PoolArgs<T>& a, int64_t k) {
+  const Window win = pool_window(a, k);
+  T m;
+  const int best = pool_argmax(a.y, win, &m);
+  for (int s = 0; s < 4; ++s) {
+    const int64_t at = window_at(win, s);
+    a.dy[at] = s == best && a.y[at] > T(0) ? a.dout[k] : T(0);
+  }
+}
+
+// The elements an op's loop visits.
+template <typename T>
+SADDLESCOPE_HD int64_t elements(const CellArgs<T>& a) { return a.batch * a.units_pixels; }
+template <typename T>
+SADDLESCOPE_HD int64_t elements(const ErrorArgs<T>& a) { return a.batch * a.units_pixels; }
+template <typename T>
+SADDLESCOPE_HD int64_t elements(const PoolArgs<T>& a) { return a.batch * a.units * a.out_height * a.out_width; }
+
 }  // namespace saddlescope::kernels

@@ -19,6 +19,8 @@ SADDLESCOPE_NO_CUDA(cell_forward_cuda, CellArgs)
 SADDLESCOPE_NO_CUDA(cell_backward_cuda, CellArgs)
 SADDLESCOPE_NO_CUDA(error_forward_cuda, ErrorArgs)
 SADDLESCOPE_NO_CUDA(error_backward_cuda, ErrorArgs)
+SADDLESCOPE_NO_CUDA(pool_forward_cuda, PoolArgs)
+SADDLESCOPE_NO_CUDA(pool_backward_cuda, PoolArgs)
 SADDLESCOPE_NO_CUDA(adam_cuda, AdamArgs)
 
 }  // namespace saddlescope::kernels

@@ -219,6 +219,56 @@ struct Error : public torch::autograd::Function<Error> {
   }
 };
 
+struct Pool : public torch::autograd::Function<Pool> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in) {
+    SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.size(2) % 2 == 0 && y_in.size(3) % 2 == 0);
+    const auto format = y_in.suggest_memory_format() == torch::MemoryFormat::ChannelsLast
+                            ? torch::MemoryFormat::ChannelsLast
+                            : torch::MemoryFormat::Contiguous;
+    torch::Tensor y = y_in.contiguous(format);
+    torch::Tensor out = torch::empty({y.size(0), y.size(1), y.size(2) / 2, y.size(3) / 2}, y.options().memory_format(format));
+    run(y, out, torch::Tensor(), torch::Tensor());
+    ctx->set_materialize_grads(false);
+    ctx->save_for_backward({y});
+    return {out};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor y = ctx->get_saved_variables()[0];
+    const torch::Tensor& dout = grads[0];
+    if (!dout.defined()) return {torch::Tensor()};
+    if (torch::GradMode::is_enabled()) {  // differentiable in dout; which input won is a constant
+      auto r = torch::relu(y.detach());
+      auto winners = std::get<1>(at::max_pool2d_with_indices(r, {2, 2}, {2, 2}));
+      return {at::max_pool2d_with_indices_backward(dout, r, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, winners) *
+              (y.detach() > 0)};
+    }
+    torch::Tensor dy = torch::empty_like(y);  // y's layout (empty_like preserves it)
+    run(y, torch::Tensor(), dout.contiguous(y.suggest_memory_format()), dy);
+    return {dy};
+  }
+
+  // The forward (out given) or the backward (dout, dy given) over out's elements.
+  static void run(const torch::Tensor& y, const torch::Tensor& out, const torch::Tensor& dout, const torch::Tensor& dy) {
+    dispatch(y, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::PoolArgs<T> a;
+      a.batch = y.size(0);
+      a.units = y.size(1);
+      a.out_height = y.size(2) / 2;
+      a.out_width = y.size(3) / 2;
+      a.nhwc = y.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
+      a.y = ptr<T>(y);
+      a.out = ptr<T>(out);
+      a.dout = ptr<T>(dout);
+      a.dy = ptr<T>(dy);
+      const int64_t n = y.numel() / 4;
+      if (out.defined()) launch(y, n, a, &kernels::pool_forward_cpu<T>, &kernels::pool_forward_cuda<T>);
+      else launch(y, n, a, &kernels::pool_backward_cpu<T>, &kernels::pool_backward_cuda<T>);
+    });
+  }
+};
+
 // A stride-1 convolution with "same" padding: LibTorch's forward and backward ops.
 torch::Tensor convolve(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
   const int64_t p = w.size(2) / 2;
@@ -319,6 +369,8 @@ FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, dou
   variable_list out = Error::apply(y, a, pixel_max);
   return {out[0], out[1]};
 }
+
+torch::Tensor fused_relu_pool(const torch::Tensor& y) { return Pool::apply(y)[0]; }
 
 void fused_adam(const torch::Tensor& param, const torch::Tensor& m, const torch::Tensor& v, const torch::Tensor& lr,
                 const torch::Tensor& beta1_power, const torch::Tensor& beta2_power, double beta1, double beta2,

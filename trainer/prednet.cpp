@@ -174,7 +174,7 @@ std::vector<probes::TapOp> PredNetImpl::tap_ops(int64_t batch, int64_t frames) c
     if (l > 0) {
       const int64_t below = (options_.height >> (l - 1)) * (options_.width >> (l - 1));  // conv_a runs before pooling
       add(l, "conv_a", "conv2d", a[l] * below, a[l] * 2 * a[l - 1] * kk);
-      add(l, "conv_a.relu", "relu", a[l] * below, 0);
+      if (!options_.fused) add(l, "conv_a.relu", "relu", a[l] * below, 0);
     }
     const int64_t in = 2 * a[l] + r[l] + (l + 1 < n ? r[l + 1] : 0);
     add(l, "lstm", "conv2d", 4 * r[l] * pixels, 4 * r[l] * in * kk);  // gates i, f, o, c stacked
@@ -294,7 +294,8 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
         if (!options_.fused) ahat = torch::clamp_max(ahat, options_.pixel_max);
         a = x.select(1, t);
       } else {
-        a = torch::max_pool2d(activate(Activation::kRelu, conv(a_conv[l], e[l - 1], l, "conv_a"), l, "conv_a.relu"), {2, 2});
+        torch::Tensor y_a = conv(a_conv[l], e[l - 1], l, "conv_a");
+        a = options_.fused ? fused_relu_pool(y_a) : torch::max_pool2d(activate(Activation::kRelu, y_a, l, "conv_a.relu"), {2, 2});
       }
       if (options_.fused) {
         FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity());

@@ -211,6 +211,30 @@ TEST(Fused, ChannelsLastPredNetIsTappedWithinTheBound) {
   EXPECT_LT(rows, 1000) << "a sample beyond its bound";
 }
 
+// maxpool2x2(ReLU(y)) forward and backward are LibTorch's bits, in NCHW and NHWC: values on a coarse grid
+// give windows with tied maxima (the first must win), all-negative windows (no gradient) and zeros.
+TEST(Fused, ReluPoolGivesLibTorchsBitsIncludingTiesAndDeadWindows) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32})
+      for (bool nhwc : {false, true}) {
+        SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64" : " float32") + (nhwc ? " NHWC" : " NCHW"));
+        auto y = (uniform({3, 5, 6, 8}, -1, 1, 50, dtype, device) * 4).round() / 4;
+        if (nhwc) y = y.contiguous(torch::MemoryFormat::ChannelsLast);
+        auto dout = uniform({3, 5, 3, 4}, -1, 1, 51, dtype, device);
+        auto grad_of = [&](bool fused) {
+          auto yy = y.clone().requires_grad_();
+          auto out = fused ? fused_relu_pool(yy) : torch::max_pool2d(torch::relu(yy), {2, 2});
+          out.backward(dout);
+          return std::make_pair(out.detach(), yy.grad());
+        };
+        auto [lib_out, lib_dy] = grad_of(false);
+        auto [fused_out, fused_dy] = grad_of(true);
+        EXPECT_TRUE(torch::equal(fused_out, lib_out));
+        EXPECT_TRUE(torch::equal(fused_dy, lib_dy));
+        EXPECT_GT((lib_dy == 0).sum().item<int64_t>(), y.numel() * 3 / 4) << "dead windows and losers get none";
+      }
+}
+
 // FrameConvolution's weight gradients, formed once over all frames, against LibTorch's frame-by-frame
 // sum; input gradients per frame as LibTorch's. A second backward of the same graph collects its frames
 // anew (the first's were consumed); a backward that asks for the inputs alone leaves the weights alone.

@@ -10,7 +10,8 @@
 //           tc = tanh(c) (rows, ·); act (rows, 4, ·): σ(zi), σ(zf), σ(zo), tanh(zg)
 //   error:  y, a, ahat (rows, ·); e (rows, 2, ·) = [ReLU(A − Â); ReLU(Â − A)]
 //
-// Every function takes the element range [begin, end) of its op (cell and error: of rows × length; adam: of n)
+// Every function takes the element range [begin, end) of its op (cell and error: of rows × length; pool:
+// of out; adam: of n)
 // on the CPU, so that a caller may split the work over threads; the CUDA launchers take the whole op and
 // a cudaStream_t (as void*) and only enqueue. dtype: float or double.
 #pragma once
@@ -54,6 +55,21 @@ struct ErrorArgs {
   T* da = nullptr;
 };
 
+// PredNet's A_l above layer 0: out = maxpool2x2(ReLU(y)), y (B, U, H, W) the conv_a output, H and W
+// even, out (B, U, H/2, W/2), both NCHW or both NHWC. LibTorch's semantics: the first maximum of each
+// window in row-major order wins (a NaN wins and stays), and in the backward the window's gradient
+// goes to it where y > 0. The backward finds the maximum again from y (nothing saved but y) and writes
+// every element of dy.
+template <typename T>
+struct PoolArgs {
+  int64_t batch = 0, units = 0, out_height = 0, out_width = 0;
+  bool nhwc = false;
+  const T* y = nullptr;
+  T* out = nullptr;         // forward: written
+  const T* dout = nullptr;  // backward: out's gradient, in out's layout
+  T* dy = nullptr;          // backward: written
+};
+
 template <typename T>
 struct AdamArgs {
   int64_t n = 0;
@@ -74,6 +90,8 @@ template <typename T> void cell_forward_cpu(const CellArgs<T>& a, int64_t begin,
 template <typename T> void cell_backward_cpu(const CellArgs<T>& a, int64_t begin, int64_t end);
 template <typename T> void error_forward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end);
 template <typename T> void error_backward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end);
+template <typename T> void pool_forward_cpu(const PoolArgs<T>& a, int64_t begin, int64_t end);  // of out's elements
+template <typename T> void pool_backward_cpu(const PoolArgs<T>& a, int64_t begin, int64_t end);
 template <typename T> void adam_cpu(const AdamArgs<T>& a, int64_t begin, int64_t end);
 
 // Whether this build has the CUDA kernels (CUDA Toolkit found at configure time), and what they were
@@ -87,6 +105,8 @@ template <typename T> void cell_forward_cuda(const CellArgs<T>& a, void* stream)
 template <typename T> void cell_backward_cuda(const CellArgs<T>& a, void* stream);
 template <typename T> void error_forward_cuda(const ErrorArgs<T>& a, void* stream);
 template <typename T> void error_backward_cuda(const ErrorArgs<T>& a, void* stream);
+template <typename T> void pool_forward_cuda(const PoolArgs<T>& a, void* stream);
+template <typename T> void pool_backward_cuda(const PoolArgs<T>& a, void* stream);
 template <typename T> void adam_cuda(const AdamArgs<T>& a, void* stream);
 
 }  // namespace saddlescope::kernels

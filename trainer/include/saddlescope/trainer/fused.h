@@ -33,6 +33,12 @@ struct FusedError {
 // y, a: (B, U, H, W); pixel_max: Â's clamp, +inf for none. REQUIRES: as fused_lstm_cell.
 FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max);
 
+// PredNet's A_l above layer 0 from conv_a's output y: maxpool2x2(ReLU(y)) with LibTorch's semantics
+// (kernels/fused.h: the first maximum of a window wins, its gradient passes where y > 0). Exact: max
+// and ReLU round nothing, so the result and y's gradient are LibTorch's bits.
+// y: (B, U, H, W), H and W even. REQUIRES: float32 or float64.
+torch::Tensor fused_relu_pool(const torch::Tensor& y);
+
 // One Adam step (adam.h's formula) of param from its .grad, moments m and v, and float64 0-dim scalars
 // lr, beta1_power, beta2_power (already advanced to this step), all on one device. One kernel.
 // REQUIRES: param, its grad, m and v contiguous, of one shape and dtype (float32 or float64).

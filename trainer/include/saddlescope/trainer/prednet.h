@@ -25,9 +25,9 @@
 // output channels in the order i, f, o, c (so its output channels [0, r) are gate i, [r, 2r) f, ...; its
 // weight gradient is that of the stacked filters, whose slices are the gates' .grad exactly) — and the
 // activations l<l>.lstm.ifo.sigmoid (gates i, f, o), l<l>.lstm.c.tanh, l<l>.cell.tanh,
-// l<l>.conv_ahat.relu, l<l>.conv_a.relu. With options.fused the same ops but l<l>.conv_ahat.relu, which
-// the fused error units compute with Â's clamp: sigmoid and tanh are read from the fused cell's saved
-// activations (ReLU and the clamp round nothing, in any implementation).
+// l<l>.conv_ahat.relu, l<l>.conv_a.relu. With options.fused the same ops but the two ReLUs, which the
+// fused error units compute with Â's clamp and the fused pool with the max-pool: sigmoid and tanh are
+// read from the fused cell's saved activations (ReLU, clamp and max round nothing, in any implementation).
 #pragma once
 
 #include <cstdint>
@@ -60,7 +60,8 @@ struct PredNetOptions {
   bool zero_bias = false;                                 // reset_parameters: biases 0 (the authors' Keras
                                                           // and the seed study's Chainer init), not PyTorch's
   bool fused = false;  // kernels = fused: the ConvLSTM cell after its gate convolution, and the error
-                       // units with Â's ReLU and clamp, each one fused op; each convolution's weight
+                       // units with Â's ReLU and clamp, A's ReLU and max-pool, each one fused op;
+                       // each convolution's weight
                        // gradients formed once over all frames (trainer/fused.h); on CUDA with
                        // channels-last activations
   bool channels_last_on_cpu = false;  // fused: channels-last on the CPU too (tests: CUDA's layout in CI)
