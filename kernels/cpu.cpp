@@ -12,31 +12,20 @@ void each(const Args& a, int64_t begin, int64_t end) {
 }
 }  // namespace
 
-template <typename T>
-void cell_forward_cpu(const CellArgs<T>& a, int64_t begin, int64_t end) {
-  each<CellArgs<T>, cell_forward_at<T>>(a, begin, end);
-}
-template <typename T>
-void cell_backward_cpu(const CellArgs<T>& a, int64_t begin, int64_t end) {
-  each<CellArgs<T>, cell_backward_at<T>>(a, begin, end);
-}
-template <typename T>
-void error_forward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end) {
-  each<ErrorArgs<T>, error_forward_at<T>>(a, begin, end);
-}
-template <typename T>
-void error_backward_cpu(const ErrorArgs<T>& a, int64_t begin, int64_t end) {
-  each<ErrorArgs<T>, error_backward_at<T>>(a, begin, end);
-}
-
-template <typename T>
-void pool_forward_cpu(const PoolArgs<T>& a, int64_t begin, int64_t end) {
-  each<PoolArgs<T>, pool_forward_at<T>>(a, begin, end);
-}
-template <typename T>
-void pool_backward_cpu(const PoolArgs<T>& a, int64_t begin, int64_t end) {
-  each<PoolArgs<T>, pool_backward_at<T>>(a, begin, end);
-}
+// Each element-wise op's loop, for float and double: elements [begin, end) through name##_at.
+#define SADDLESCOPE_EACH_CPU(name, Args)                                       \
+  template <typename T>                                                        \
+  void name##_cpu(const Args<T>& a, int64_t begin, int64_t end) {              \
+    each<Args<T>, name##_at<T>>(a, begin, end);                                \
+  }                                                                            \
+  template void name##_cpu<float>(const Args<float>&, int64_t, int64_t);       \
+  template void name##_cpu<double>(const Args<double>&, int64_t, int64_t);
+SADDLESCOPE_EACH_CPU(cell_forward, CellArgs)
+SADDLESCOPE_EACH_CPU(cell_backward, CellArgs)
+SADDLESCOPE_EACH_CPU(error_forward, ErrorArgs)
+SADDLESCOPE_EACH_CPU(error_backward, ErrorArgs)
+SADDLESCOPE_EACH_CPU(pool_forward, PoolArgs)
+SADDLESCOPE_EACH_CPU(pool_backward, PoolArgs)
 
 template <typename T>
 void adam_cpu(const AdamArgs<T>& a, int64_t begin, int64_t end) {
@@ -44,15 +33,7 @@ void adam_cpu(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   for (int64_t k = begin; k < end; ++k) math::adam(a.p[k], a.g[k], a.m[k], a.v[k], s);
 }
 
-#define SADDLESCOPE_KERNELS_CPU(T)                                                  \
-  template void cell_forward_cpu<T>(const CellArgs<T>&, int64_t, int64_t);       \
-  template void cell_backward_cpu<T>(const CellArgs<T>&, int64_t, int64_t);      \
-  template void error_forward_cpu<T>(const ErrorArgs<T>&, int64_t, int64_t);     \
-  template void error_backward_cpu<T>(const ErrorArgs<T>&, int64_t, int64_t);    \
-  template void pool_forward_cpu<T>(const PoolArgs<T>&, int64_t, int64_t);       \
-  template void pool_backward_cpu<T>(const PoolArgs<T>&, int64_t, int64_t);      \
-  template void adam_cpu<T>(const AdamArgs<T>&, int64_t, int64_t);
-SADDLESCOPE_KERNELS_CPU(float)
-SADDLESCOPE_KERNELS_CPU(double)
+template void adam_cpu<float>(const AdamArgs<float>&, int64_t, int64_t);
+template void adam_cpu<double>(const AdamArgs<double>&, int64_t, int64_t);
 
 }  // namespace saddlescope::kernels

@@ -61,45 +61,28 @@ const char* cuda_build_info() {
          ", arch " SADDLESCOPE_STRINGIFY(__CUDA_ARCH_LIST__);
 }
 
-template <typename T>
-void cell_forward_cuda(const CellArgs<T>& a, void* stream) {
-  enqueue_each<CellArgs<T>, cell_forward_at<T>>(a, stream, "cell_forward");
-}
-template <typename T>
-void cell_backward_cuda(const CellArgs<T>& a, void* stream) {
-  enqueue_each<CellArgs<T>, cell_backward_at<T>>(a, stream, "cell_backward");
-}
-template <typename T>
-void error_forward_cuda(const ErrorArgs<T>& a, void* stream) {
-  enqueue_each<ErrorArgs<T>, error_forward_at<T>>(a, stream, "error_forward");
-}
-template <typename T>
-void error_backward_cuda(const ErrorArgs<T>& a, void* stream) {
-  enqueue_each<ErrorArgs<T>, error_backward_at<T>>(a, stream, "error_backward");
-}
-template <typename T>
-void pool_forward_cuda(const PoolArgs<T>& a, void* stream) {
-  enqueue_each<PoolArgs<T>, pool_forward_at<T>>(a, stream, "pool_forward");
-}
-template <typename T>
-void pool_backward_cuda(const PoolArgs<T>& a, void* stream) {
-  enqueue_each<PoolArgs<T>, pool_backward_at<T>>(a, stream, "pool_backward");
-}
+// Each element-wise op's launcher, for float and double: every element through name##_at (elements.h).
+#define SADDLESCOPE_EACH_CUDA(name, Args)                        \
+  template <typename T>                                          \
+  void name##_cuda(const Args<T>& a, void* stream) {             \
+    enqueue_each<Args<T>, name##_at<T>>(a, stream, #name);       \
+  }                                                              \
+  template void name##_cuda<float>(const Args<float>&, void*);   \
+  template void name##_cuda<double>(const Args<double>&, void*);
+SADDLESCOPE_EACH_CUDA(cell_forward, CellArgs)
+SADDLESCOPE_EACH_CUDA(cell_backward, CellArgs)
+SADDLESCOPE_EACH_CUDA(error_forward, ErrorArgs)
+SADDLESCOPE_EACH_CUDA(error_backward, ErrorArgs)
+SADDLESCOPE_EACH_CUDA(pool_forward, PoolArgs)
+SADDLESCOPE_EACH_CUDA(pool_backward, PoolArgs)
+
 template <typename T>
 void adam_cuda(const AdamArgs<T>& a, void* stream) {
   adam_kernel<T><<<blocks(a.n), kThreads, 0, as_stream(stream)>>>(a);
   check_launch("adam");
 }
 
-#define SADDLESCOPE_KERNELS_CUDA(T)                                      \
-  template void cell_forward_cuda<T>(const CellArgs<T>&, void*);         \
-  template void cell_backward_cuda<T>(const CellArgs<T>&, void*);        \
-  template void error_forward_cuda<T>(const ErrorArgs<T>&, void*);       \
-  template void error_backward_cuda<T>(const ErrorArgs<T>&, void*);      \
-  template void pool_forward_cuda<T>(const PoolArgs<T>&, void*);        \
-  template void pool_backward_cuda<T>(const PoolArgs<T>&, void*);       \
-  template void adam_cuda<T>(const AdamArgs<T>&, void*);
-SADDLESCOPE_KERNELS_CUDA(float)
-SADDLESCOPE_KERNELS_CUDA(double)
+template void adam_cuda<float>(const AdamArgs<float>&, void*);
+template void adam_cuda<double>(const AdamArgs<double>&, void*);
 
 }  // namespace saddlescope::kernels
