@@ -196,10 +196,20 @@ Status upsert_run(const std::string& study_dir, const std::string& run_dir) {
   }
   // IMMEDIATE: take the write lock now, waiting (busy timeout) for SQL readers to finish.
   SADDLESCOPE_RETURN_IF_ERROR(db->exec("BEGIN IMMEDIATE"));
-  auto n = index_run(*db, *dir);
+  std::vector<Source> written;
+  auto n = index_run(*db, *dir, &written);
   if (!n) {
     (void)db->exec("ROLLBACK");
     return n.status();
+  }
+  // A damaged file can pass inspect() and take the writes, yet read back other rows (fuzz_catalog
+  // found one: a b-tree page out of range). Reading the run's sources back costs one index lookup;
+  // when they are not what was written, the file is rebuilt from the run directories.
+  auto recorded = recorded_sources(*db, fs::path(*dir).filename().string());
+  if (!recorded || *recorded != written) {
+    (void)db->exec("ROLLBACK");
+    SADDLESCOPE_RETURN_IF_ERROR(db->close());
+    return rebuild_locked(study_dir).status();
   }
   SADDLESCOPE_RETURN_IF_ERROR(db->exec("COMMIT"));
   return db->close();

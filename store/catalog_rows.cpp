@@ -108,7 +108,8 @@ Result<std::vector<Source>> recorded_sources(const Db& db, const std::string& ru
   return s;
 }
 
-Result<int> index_run(const Db& db, const std::string& run_dir) {
+Result<int> index_run(const Db& db, const std::string& run_dir, std::vector<Source>* written) {
+  if (written) written->clear();
   std::string run_id = fs::path(run_dir).filename().string();
   SADDLESCOPE_RETURN_IF_ERROR(delete_run(db, run_id));
   std::error_code ec;
@@ -123,6 +124,7 @@ Result<int> index_run(const Db& db, const std::string& run_dir) {
   for (Source& s : sources)
     if (s.file == manifest_then.file) s = manifest_then;
   SADDLESCOPE_RETURN_IF_ERROR(insert_sources(db, run_id, sources));
+  if (written) *written = sources;
   if (!run) {
     SADDLESCOPE_RETURN_IF_ERROR(problems.add("manifest.json", run.status().message()));
     return problems.count();

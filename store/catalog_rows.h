@@ -32,7 +32,8 @@ Result<std::vector<Source>> recorded_sources(const Db& db, const std::string& ru
 // directory holds now: its `runs` row when the manifest reads, the rows of every CSV table the
 // manifest lists, a `problems` row for each file that does not read (its rows are left out), and
 // its `sources`. A directory that does not exist leaves no rows. Returns the number of problems
-// recorded; an error is a failure of the database only. REQUIRES: inside a write transaction.
-Result<int> index_run(const Db& db, const std::string& run_dir);
+// recorded; an error is a failure of the database only. `sources`, when given, receives the sources
+// written (what recorded_sources should read back). REQUIRES: inside a write transaction.
+Result<int> index_run(const Db& db, const std::string& run_dir, std::vector<Source>* sources = nullptr);
 
 }  // namespace saddlescope::store

@@ -9,6 +9,7 @@
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/npy.h"
+#include "run_fixture.h"
 #include "saddlescope/store/schema.h"
 #include "temp_dir.h"
 
@@ -83,6 +84,24 @@ TEST(FuzzFindings, CatalogueWithAMalformedSchemaIsAOneLineError) {
   auto drift = catalog_drift(dir.path());
   if (drift.ok()) EXPECT_EQ(drift->whole.find('\n'), std::string::npos) << drift->whole;
   else EXPECT_EQ(drift.status().message().find('\n'), std::string::npos) << drift.status().message();
+}
+
+// fuzz_catalog (CI's 30 s run, fuzz/corpus/fuzz_catalog/damaged-btree-page.sqlite): a catalogue with a
+// damaged b-tree page passed the version check and took the upsert, but read back other rows for the
+// run, which then drifted from its directory. Upsert reads the run's sources back and rebuilds on a
+// mismatch.
+TEST(FuzzFindings, DamagedCatalogueIsRebuiltWhenTheUpsertDoesNotReadBack) {
+  testing::TempDir study;
+  std::string run = testing::add_run(study.path(), testing::make_manifest("autoencoder-cpu-t1-s0-00000000",
+                                                                           RunStatus::kCompleted, 0));
+  std::filesystem::copy_file(SADDLESCOPE_SOURCE_DIR "/fuzz/corpus/fuzz_catalog/damaged-btree-page.sqlite",
+                             study.file("catalog.sqlite"));
+  Status up = upsert_run(study.path(), run);
+  ASSERT_TRUE(up.ok()) << up.message();
+  auto drift = catalog_drift(study.path());
+  ASSERT_TRUE(drift.ok()) << drift.status().message();
+  EXPECT_EQ(drift->whole, "");
+  EXPECT_TRUE(drift->runs.empty()) << drift->runs.size() << " runs drift, the first " << drift->runs[0];
 }
 
 }  // namespace
