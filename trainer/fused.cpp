@@ -40,9 +40,9 @@ void dispatch(const torch::Tensor& t, Fn&& fn) {
 }
 
 // An op's memory layout, from its first input: NCHW, or NHWC (channels last) when that input is laid
-// out so. The kernels see the
-// elements as `outer` rows of `inner` contiguous ones: (B, U·H·W) in NCHW, (B·H·W, U) in NHWC, with a
-// gate or half of E the `inner` block after the previous one (fused.h's layouts, per row).
+// out so. The kernels see the elements as `outer` rows of `inner` contiguous ones: (B, U·H·W) in NCHW,
+// (B·H·W, U) in NHWC, with a gate or half of E the `inner` block after the previous one (fused.h's
+// layouts, per row).
 struct Layout {
   torch::MemoryFormat format = torch::MemoryFormat::Contiguous;
   int64_t outer = 0, inner = 0;
@@ -222,12 +222,10 @@ struct Error : public torch::autograd::Function<Error> {
 struct Pool : public torch::autograd::Function<Pool> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in) {
     SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.size(2) % 2 == 0 && y_in.size(3) % 2 == 0);
-    const auto format = y_in.suggest_memory_format() == torch::MemoryFormat::ChannelsLast
-                            ? torch::MemoryFormat::ChannelsLast
-                            : torch::MemoryFormat::Contiguous;
-    torch::Tensor y = y_in.contiguous(format);
-    torch::Tensor out = torch::empty({y.size(0), y.size(1), y.size(2) / 2, y.size(3) / 2}, y.options().memory_format(format));
-    run(y, out, torch::Tensor(), torch::Tensor());
+    const Layout layout = layout_of(y_in, y_in.size(1));
+    torch::Tensor y = in_layout(y_in, layout);
+    torch::Tensor out = empty_in({y.size(0), y.size(1), y.size(2) / 2, y.size(3) / 2}, y, layout);
+    run(y, layout, out, torch::Tensor(), torch::Tensor());
     ctx->set_materialize_grads(false);
     ctx->save_for_backward({y});
     return {out};
@@ -243,13 +241,15 @@ struct Pool : public torch::autograd::Function<Pool> {
       return {at::max_pool2d_with_indices_backward(dout, r, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, winners) *
               (y.detach() > 0)};
     }
-    torch::Tensor dy = torch::empty_like(y);  // y's layout (empty_like preserves it)
-    run(y, torch::Tensor(), dout.contiguous(y.suggest_memory_format()), dy);
+    const Layout layout = layout_of(y, y.size(1));  // the forward's: `y` was saved in it
+    torch::Tensor dy = empty_in(y.sizes(), y, layout);
+    run(y, layout, torch::Tensor(), in_layout(dout, layout), dy);
     return {dy};
   }
 
   // The forward (out given) or the backward (dout, dy given) over out's elements.
-  static void run(const torch::Tensor& y, const torch::Tensor& out, const torch::Tensor& dout, const torch::Tensor& dy) {
+  static void run(const torch::Tensor& y, const Layout& layout, const torch::Tensor& out, const torch::Tensor& dout,
+                  const torch::Tensor& dy) {
     dispatch(y, [&](auto zero) {
       using T = decltype(zero);
       kernels::PoolArgs<T> a;
@@ -257,7 +257,7 @@ struct Pool : public torch::autograd::Function<Pool> {
       a.units = y.size(1);
       a.out_height = y.size(2) / 2;
       a.out_width = y.size(3) / 2;
-      a.nhwc = y.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
+      a.nhwc = layout.format == torch::MemoryFormat::ChannelsLast;
       a.y = ptr<T>(y);
       a.out = ptr<T>(out);
       a.dout = ptr<T>(dout);
@@ -295,7 +295,6 @@ struct FrameConv : public torch::autograd::Function<FrameConv> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &w = saved[1], &dy = grads[0];
-    const bool weights = ctx->needs_input_grad(1) || ctx->needs_input_grad(2);
     if (torch::GradMode::is_enabled()) {  // create_graph: per frame, differentiable
       auto [dx, dw, db] = convolve_backward(dy, x, w, {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                                                        ctx->needs_input_grad(2)});
@@ -303,7 +302,7 @@ struct FrameConv : public torch::autograd::Function<FrameConv> {
     }
     torch::Tensor dx;
     if (ctx->needs_input_grad(0)) dx = std::get<0>(convolve_backward(dy, x, w, {true, false, false}));
-    if (weights) {
+    if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
       // Detached: the list must not hold the graph (x's history leads back to this node).
       auto frames = ctx->saved_data["frames"].toTensorList();
       frames.push_back(x.detach());

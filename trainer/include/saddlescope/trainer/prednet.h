@@ -61,9 +61,8 @@ struct PredNetOptions {
                                                           // and the seed study's Chainer init), not PyTorch's
   bool fused = false;  // kernels = fused: the ConvLSTM cell after its gate convolution, and the error
                        // units with Â's ReLU and clamp, A's ReLU and max-pool, each one fused op;
-                       // each convolution's weight
-                       // gradients formed once over all frames (trainer/fused.h); on CUDA with
-                       // channels-last activations
+                       // each convolution's weight gradients formed once over all frames
+                       // (trainer/fused.h); on CUDA with channels-last activations
   bool channels_last_on_cpu = false;  // fused: channels-last on the CPU too (tests: CUDA's layout in CI)
 };
 
