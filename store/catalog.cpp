@@ -42,6 +42,20 @@ struct Found {
   std::string why_rebuild;
 };
 
+// "damaged (SQLite: <message>)" when the call on `db` that just failed found the file damaged, else "".
+// Such a catalogue is rebuilt, not reported as an error: it holds nothing the run directories do not.
+std::string damage_of(const Db& db) {
+  std::string msg = db.damage();
+  return msg.empty() ? msg : "damaged (SQLite: " + msg + ")";
+}
+
+// `error`, just returned by a call on `db`, as a catalogue to rebuild when the file is damaged.
+Result<Found> damaged(const Db& db, const Status& error) {
+  std::string why = damage_of(db);
+  if (why.empty()) return error;
+  return Found{false, why};
+}
+
 Result<Found> inspect(const Db& db) {
   auto has_meta = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
   if (!has_meta) return Found{false, "not readable as SQLite (" + has_meta.status().message() + ")"};
@@ -49,9 +63,10 @@ Result<Found> inspect(const Db& db) {
   if (!row) return Found{false, "not readable as SQLite (" + row.status().message() + ")"};
   if (has_meta->int64(0) == 0) return Found{false, "no meta table (schema version 1, or empty)"};
   auto meta = db.prepare("SELECT key, value FROM meta WHERE key IN ('format', 'version')");
-  if (!meta) return meta.status();
+  if (!meta) return damaged(db, meta.status());
   std::string format, version;
-  SADDLESCOPE_RETURN_IF_ERROR(meta->each_row([&] { (meta->text(0) == "format" ? format : version) = meta->text(1); }));
+  Status read = meta->each_row([&] { (meta->text(0) == "format" ? format : version) = meta->text(1); });
+  if (!read.ok()) return damaged(db, read);
   if (format != kCatalogFormat)
     return Status::Error(db.path() + ": not a saddlescope catalogue (meta format is '" + format + "', expected '" +
                          kCatalogFormat + "')");
@@ -196,22 +211,27 @@ Status upsert_run(const std::string& study_dir, const std::string& run_dir) {
   }
   // IMMEDIATE: take the write lock now, waiting (busy timeout) for SQL readers to finish.
   SADDLESCOPE_RETURN_IF_ERROR(db->exec("BEGIN IMMEDIATE"));
+  auto rebuild = [&]() -> Status {
+    (void)db->exec("ROLLBACK");
+    SADDLESCOPE_RETURN_IF_ERROR(db->close());
+    return rebuild_locked(study_dir).status();
+  };
   std::vector<Source> written;
   auto n = index_run(*db, *dir, &written);
   if (!n) {
+    if (!damage_of(*db).empty()) return rebuild();
     (void)db->exec("ROLLBACK");
     return n.status();
   }
   // A damaged file can pass inspect() and take the writes, yet read back other rows (fuzz_catalog
   // found one: a b-tree page out of range). Reading the run's sources back costs one index lookup;
-  // when they are not what was written, the file is rebuilt from the run directories.
+  // when they are not what was written, the file is rebuilt from the run directories. Damage in
+  // pages this upsert never reads is left for the readers to find (catalog_drift): finding it here
+  // would mean reading the whole file at every run's end.
   auto recorded = recorded_sources(*db, fs::path(*dir).filename().string());
-  if (!recorded || *recorded != written) {
-    (void)db->exec("ROLLBACK");
-    SADDLESCOPE_RETURN_IF_ERROR(db->close());
-    return rebuild_locked(study_dir).status();
-  }
-  SADDLESCOPE_RETURN_IF_ERROR(db->exec("COMMIT"));
+  if (!recorded || *recorded != written) return rebuild();
+  Status commit = db->exec("COMMIT");
+  if (!commit.ok()) return damage_of(*db).empty() ? commit : rebuild();
   return db->close();
 }
 
@@ -229,13 +249,40 @@ Result<std::vector<CatalogProblem>> catalog_problems(const std::string& study_di
   Found found;
   auto db = open_for_reading(study_dir, &found);
   if (!db) return db.status();
-  if (!found.current) return Status::Error(db->path() + ": " + found.why_rebuild + "; `saddlescope store index` rebuilds it");
-  auto st = db->prepare("SELECT run_id, file, error FROM problems ORDER BY run_id, file");
-  if (!st) return st.status();
+  std::string rebuild = "; `saddlescope store index` rebuilds it";
+  if (!found.current) return Status::Error(db->path() + ": " + found.why_rebuild + rebuild);
   std::vector<CatalogProblem> problems;
-  SADDLESCOPE_RETURN_IF_ERROR(st->each_row([&] { problems.push_back({st->text(0), st->text(1), st->text(2)}); }));
-  return problems;
+  auto st = db->prepare("SELECT run_id, file, error FROM problems ORDER BY run_id, file");
+  Status read = st ? st->each_row([&] { problems.push_back({st->text(0), st->text(1), st->text(2)}); }) : st.status();
+  if (read.ok()) return problems;
+  std::string damage = damage_of(*db);
+  return damage.empty() ? read : Status::Error(db->path() + ": " + damage + rebuild);
 }
+
+namespace {
+
+// The drift of the runs on disk from catalogue `db`, read and current.
+Result<CatalogDrift> compare(const std::string& study_dir, const Db& db) {
+  CatalogDrift drift;
+  std::set<std::string> on_disk;
+  for (const auto& dir : list_run_dirs(study_dir)) {
+    std::string id = fs::path(dir).filename().string();
+    on_disk.insert(id);
+    auto run = RunDir::open(dir);
+    if (run && run->state() == RunStatus::kRunning) continue;
+    auto recorded = recorded_sources(db, id);
+    if (!recorded) return recorded.status();
+    if (*recorded != run_sources(dir, run ? &run->manifest() : nullptr)) drift.runs.push_back(id);
+  }
+  auto indexed = db.prepare("SELECT run_id FROM sources UNION SELECT run_id FROM runs ORDER BY 1");
+  if (!indexed) return indexed.status();
+  SADDLESCOPE_RETURN_IF_ERROR(indexed->each_row([&] {
+    if (!on_disk.count(indexed->text(0))) drift.runs.push_back(indexed->text(0));  // its directory is gone
+  }));
+  return drift;
+}
+
+}  // namespace
 
 Result<CatalogDrift> catalog_drift(const std::string& study_dir) {
   std::error_code ec;
@@ -244,22 +291,9 @@ Result<CatalogDrift> catalog_drift(const std::string& study_dir) {
   auto db = open_for_reading(study_dir, &found);
   if (!db) return db.status();
   if (!found.current) return CatalogDrift{found.why_rebuild, {}};
-  CatalogDrift drift;
-  std::set<std::string> on_disk;
-  for (const auto& dir : list_run_dirs(study_dir)) {
-    std::string id = fs::path(dir).filename().string();
-    on_disk.insert(id);
-    auto run = RunDir::open(dir);
-    if (run && run->state() == RunStatus::kRunning) continue;
-    auto recorded = recorded_sources(*db, id);
-    if (!recorded) return recorded.status();
-    if (*recorded != run_sources(dir, run ? &run->manifest() : nullptr)) drift.runs.push_back(id);
-  }
-  auto indexed = db->prepare("SELECT run_id FROM sources UNION SELECT run_id FROM runs ORDER BY 1");
-  if (!indexed) return indexed.status();
-  SADDLESCOPE_RETURN_IF_ERROR(indexed->each_row([&] {
-    if (!on_disk.count(indexed->text(0))) drift.runs.push_back(indexed->text(0));  // its directory is gone
-  }));
+  auto drift = compare(study_dir, *db);
+  std::string damage = drift ? "" : damage_of(*db);
+  if (!damage.empty()) return CatalogDrift{damage, {}};
   return drift;
 }
 

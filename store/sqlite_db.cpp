@@ -107,4 +107,9 @@ Status Db::error(const std::string& what) const {
   return Status::Error(path_ + ": " + what + ": " + printable(sqlite3_errmsg(db_)));
 }
 
+std::string Db::damage() const {
+  int rc = sqlite3_errcode(db_) & 0xff;  // the primary code of an extended one
+  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? printable(sqlite3_errmsg(db_)) : std::string();
+}
+
 }  // namespace saddlescope::store

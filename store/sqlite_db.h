@@ -77,6 +77,9 @@ class Db {
 
   // "<path>: <what>: <SQLite's message>".
   Status error(const std::string& what) const;
+  // SQLite's message when the last call on this connection failed because the file is damaged
+  // (SQLITE_CORRUPT, SQLITE_NOTADB), else "". Ask right after the failing call: the next call resets it.
+  std::string damage() const;
   const std::string& path() const { return path_; }
 
  private:

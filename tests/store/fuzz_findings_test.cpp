@@ -7,6 +7,7 @@
 #include <string>
 
 #include "saddlescope/store/catalog.h"
+#include "saddlescope/store/check.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/npy.h"
 #include "run_fixture.h"
@@ -86,22 +87,57 @@ TEST(FuzzFindings, CatalogueWithAMalformedSchemaIsAOneLineError) {
   else EXPECT_EQ(drift.status().message().find('\n'), std::string::npos) << drift.status().message();
 }
 
+// A study of one completed run (the fuzz target's run id) whose catalogue is the fuzz_catalog corpus
+// file `input`. Returns the run's directory.
+std::string study_with_catalogue(const testing::TempDir& study, const std::string& input) {
+  std::string run = testing::add_run(study.path(), testing::make_manifest("autoencoder-cpu-t1-s0-00000000",
+                                                                           RunStatus::kCompleted, 0));
+  std::filesystem::copy_file(SADDLESCOPE_SOURCE_DIR "/fuzz/corpus/fuzz_catalog/" + input, study.file("catalog.sqlite"));
+  return run;
+}
+
+void expect_catalogue_current(const std::string& study) {
+  auto drift = catalog_drift(study);
+  ASSERT_TRUE(drift.ok()) << drift.status().message();
+  EXPECT_EQ(drift->whole, "");
+  EXPECT_TRUE(drift->runs.empty()) << drift->runs.size() << " runs drift, the first " << drift->runs[0];
+}
+
 // fuzz_catalog (CI's 30 s run, fuzz/corpus/fuzz_catalog/damaged-btree-page.sqlite): a catalogue with a
 // damaged b-tree page passed the version check and took the upsert, but read back other rows for the
 // run, which then drifted from its directory. Upsert reads the run's sources back and rebuilds on a
 // mismatch.
 TEST(FuzzFindings, DamagedCatalogueIsRebuiltWhenTheUpsertDoesNotReadBack) {
   testing::TempDir study;
-  std::string run = testing::add_run(study.path(), testing::make_manifest("autoencoder-cpu-t1-s0-00000000",
-                                                                           RunStatus::kCompleted, 0));
-  std::filesystem::copy_file(SADDLESCOPE_SOURCE_DIR "/fuzz/corpus/fuzz_catalog/damaged-btree-page.sqlite",
-                             study.file("catalog.sqlite"));
+  std::string run = study_with_catalogue(study, "damaged-btree-page.sqlite");
+  Status up = upsert_run(study.path(), run);
+  ASSERT_TRUE(up.ok()) << up.message();
+  expect_catalogue_current(study.path());
+}
+
+// fuzz_catalog (CI's 30 s run at e841ebb, fuzz/corpus/fuzz_catalog/damaged-index.sqlite): a catalogue
+// whose sources table and its index disagree (rows missing from the index, a page's bytes used twice).
+// The upsert reads only its run's rows, which read back, so it succeeds; catalog_drift then failed with
+// SQLite's "malformed" as an error, and `store check --repair` could not mend the study. The readers
+// now take damage SQLite finds for a catalogue to rebuild.
+TEST(FuzzFindings, CatalogueDamagedBeyondTheUpsertsRowsIsFoundByTheReadersAndRebuilt) {
+  testing::TempDir study;
+  std::string run = study_with_catalogue(study, "damaged-index.sqlite");
   Status up = upsert_run(study.path(), run);
   ASSERT_TRUE(up.ok()) << up.message();
   auto drift = catalog_drift(study.path());
   ASSERT_TRUE(drift.ok()) << drift.status().message();
-  EXPECT_EQ(drift->whole, "");
-  EXPECT_TRUE(drift->runs.empty()) << drift->runs.size() << " runs drift, the first " << drift->runs[0];
+  EXPECT_EQ(drift->whole, "damaged (SQLite: database disk image is malformed)");
+  auto check = check_study(study.path());
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  ASSERT_EQ(check->problems.size(), 1u);
+  EXPECT_EQ(describe(check->problems[0]),
+            "catalog.sqlite: damaged (SQLite: database disk image is malformed); `saddlescope store index` (or "
+            "check --repair) rebuilds it");
+  auto repair = repair_study(study.path());
+  ASSERT_TRUE(repair.ok()) << repair.status().message();
+  EXPECT_EQ(repair->actions, std::vector<std::string>{"catalog.sqlite: rebuilt (1 runs)"});
+  expect_catalogue_current(study.path());
 }
 
 }  // namespace

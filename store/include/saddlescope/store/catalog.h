@@ -27,8 +27,10 @@ std::vector<std::string> list_run_dirs(const std::string& study_dir);
 
 // Replaces the rows of one run with what its directory holds now, in one transaction: its runs row,
 // the rows of every CSV table its manifest lists, a problems row for each file that does not read (a
-// run directory that does not exist any more leaves no rows). A missing, older or unreadable
-// catalogue is rebuilt from every run instead. Errors: `run_dir` is not <study>/runs/<name>, the
+// run directory that does not exist any more leaves no rows). A missing, older, unreadable or
+// damaged catalogue (SQLite finds it so while upserting, or the run's rows do not read back) is
+// rebuilt from every run instead; damage in pages the upsert does not read is catalog_drift's to
+// find. Errors: `run_dir` is not <study>/runs/<name>, the
 // catalogue was written by a newer saddlescope (file and version named), a database failure, the lock
 // not free within kCatalogLockWaitSeconds. An unreadable run is a problems row, not an error.
 Status upsert_run(const std::string& study_dir, const std::string& run_dir);
@@ -49,17 +51,19 @@ struct CatalogProblem {
   std::string error;   // the reader's message, naming the file
 };
 
-// The problems table, ordered by run and file. Errors: no catalogue, a newer or foreign one.
+// The problems table, ordered by run and file. Errors: no catalogue, a newer or foreign one, one to
+// be rebuilt (older, damaged).
 Result<std::vector<CatalogProblem>> catalog_problems(const std::string& study_dir);
 
 // How the catalogue differs from the run directories.
 struct CatalogDrift {
-  std::string whole;              // non-empty when the whole catalogue must be rebuilt: why (missing, ...)
+  std::string whole;              // non-empty when the whole catalogue must be rebuilt: why (missing, damaged, ...)
   std::vector<std::string> runs;  // run ids whose rows no longer match their directory: new, changed, gone
 };
 
 // Compares the catalogue with the run directories by the size and modification time of every file
 // its rows were read from. Runs still running (RunDir::state) are not compared: their files grow.
+// A catalogue SQLite finds damaged while reading it is `whole` ("damaged (SQLite: ...)"), not an error.
 // Errors: a catalogue of a newer version or not a saddlescope catalogue, a database failure.
 Result<CatalogDrift> catalog_drift(const std::string& study_dir);
 
