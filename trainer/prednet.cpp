@@ -202,6 +202,13 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
   const auto layout = nhwc ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   auto in_layout = [&](const torch::Tensor& t) { return nhwc ? t.contiguous(layout) : t; };
 
+  // Layer 0's targets x[:, t], (T, B, C, H, W). Channels-last frames of x are not contiguous at B > 1
+  // (their batch rows are T frames apart), so the error op would copy each one: one frame-major copy
+  // of the whole sequence instead.
+  torch::Tensor targets = x.transpose(0, 1);
+  if (nhwc && !targets[0].is_contiguous(layout))
+    targets = x.permute({1, 0, 3, 4, 2}).contiguous().permute({0, 1, 4, 2, 3});
+
   // State carried between frames, per layer: E_l, R_l and the LSTM cell C_l, zero before frame 0.
   std::vector<torch::Tensor> e(n), r(n), cell(n);
   const auto state = x.options().memory_format(layout);
@@ -292,7 +299,7 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
       if (!options_.fused) ahat = activate(Activation::kRelu, y, l, "conv_ahat.relu");
       if (l == 0) {
         if (!options_.fused) ahat = torch::clamp_max(ahat, options_.pixel_max);
-        a = x.select(1, t);
+        a = targets[t];
       } else {
         torch::Tensor y_a = conv(a_conv[l], e[l - 1], l, "conv_a");
         a = options_.fused ? fused_relu_pool(y_a) : torch::max_pool2d(activate(Activation::kRelu, y_a, l, "conv_a.relu"), {2, 2});
