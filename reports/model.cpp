@@ -409,11 +409,6 @@ json symmetry_model(const StudyData& study) {
 
 }  // namespace
 
-const json& field(const json& j, const char* key) {
-  static const json null;
-  return j.is_object() && j.contains(key) ? j.at(key) : null;
-}
-
 std::string run_label(const json& run) {
   return fmt::format("{} s{}", field(run, "group").is_string() ? field(run, "group").get<std::string>() : "?",
                      field(run, "seed").is_number_integer() ? std::to_string(field(run, "seed").get<int64_t>()) : "?");

@@ -13,6 +13,7 @@
 #include "figure.h"
 #include "saddlescope/base/status.h"
 #include "saddlescope/reports/report.h"
+#include "saddlescope/store/json_input.h"
 #include "saddlescope/store/manifest.h"
 #include "saddlescope/store/schema.h"
 
@@ -63,8 +64,8 @@ std::string render_markdown(const nlohmann::json& model);
 // estimates of a test that was not defined (only `defined`, `n_a`, `n_b`, `p`, `p_holm`), a divergence
 // that could not be computed (only the pair and its `error`), a run's curvature summary without a
 // curvature probe. Never with a const operator[]: on a missing key that is undefined behaviour.
-// `j[key]`, or null when `j` is not an object or has no `key`.
-const nlohmann::json& field(const nlohmann::json& j, const char* key);
+// field(j, key): `j[key]`, or null when `j` is not an object or has no `key` (store/json_input.h).
+using store::field;
 
 // "cpu-t1 s3": an analysis.json runs[] entry's group and seed ("?" for either when absent).
 std::string run_label(const nlohmann::json& run);

@@ -27,4 +27,9 @@ Result<nlohmann::json> parse_json(const std::string& text, const std::string& pa
   return j;
 }
 
+const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null;
+  return j.is_object() && j.contains(key) ? j.at(key) : null;
+}
+
 }  // namespace saddlescope::store

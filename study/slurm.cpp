@@ -144,11 +144,8 @@ Result<std::map<int64_t, std::string>> slurm_task_states(const std::string& out,
   auto& record = *parsed;
   if (!record.is_object() || !record["jobs"].is_array())
     return Status::Error(jobs_file(out) + ": not a saddlescope job record (expected {\"jobs\": [...]})");
-  // A job's fields through value(): a hand-edited record may lack any of them (a const operator[] of a
-  // missing key is undefined behaviour).
-  auto field = [](const nlohmann::json& job, const char* key) {
-    return job.is_object() ? job.value(key, nlohmann::json()) : nlohmann::json();
-  };
+  // A job's fields through field(): a hand-edited record may lack any of them.
+  using store::field;
   std::string ids;
   for (const auto& j : record["jobs"])
     if (field(j, "id").is_string()) ids += (ids.empty() ? "" : ",") + field(j, "id").get<std::string>();

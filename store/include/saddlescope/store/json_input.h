@@ -18,4 +18,8 @@ inline constexpr int kMaxJsonDepth = 64;
 //   "<path>: JSON nested deeper than 64 levels (at byte N)"   "<path>: not valid JSON"
 Result<nlohmann::json> parse_json(const std::string& text, const std::string& path);
 
+// `j[key]`, or null when `j` is not an object or has no `key`: how to read a key such a file may lack
+// (a const operator[] of a missing key is undefined behaviour).
+const nlohmann::json& field(const nlohmann::json& j, const char* key);
+
 }  // namespace saddlescope::store
