@@ -23,6 +23,16 @@ double activations(const Model& model, int64_t examples) {
   return n;
 }
 
+// Elements per example of encoder.fc1's gathered terms (inputs × outputs) under fc1_kernel =
+// index_add (autoencoder.cpp's bag), else 0: they dwarf the activations (784 × 512 per example
+// against a few thousand).
+double fc1_terms(const RunConfig& cfg, const Model& model) {
+  if (cfg.model != ModelKind::kAutoencoder || cfg.fc1_kernel != "index_add") return 0;
+  for (const auto& op : model.tap_ops(1))
+    if (op.name == "encoder.fc1") return static_cast<double>(op.weights);
+  return 0;
+}
+
 double numel(const std::vector<int64_t>& shape) {
   double n = 1;
   for (int64_t d : shape) n *= static_cast<double>(d);
@@ -77,6 +87,11 @@ std::vector<MemoryUse> run_memory(const RunConfig& cfg, const Dataset& data, Mod
   uses.push_back({fmt::format("batch_size {}", cfg.batch_size),
                   "a training step (the batch, its activations and their gradients)",
                   (cfg.batch_size * example + 2 * activations(model, cfg.batch_size)) * bytes});
+  // The gathered terms are kept for the backward pass, which forms two more of their size.
+  const double terms = fc1_terms(cfg, model);
+  if (terms > 0)
+    uses.push_back({"fc1_kernel index_add", fmt::format("encoder.fc1's gathered terms at batch_size {}", cfg.batch_size),
+                    3 * terms * static_cast<double>(cfg.batch_size) * bytes});
 
   for (const auto& text : cfg.probes) {
     auto spec = probes::parse_probe_spec(text, probe_defaults(cfg.model));
@@ -88,14 +103,19 @@ std::vector<MemoryUse> run_memory(const RunConfig& cfg, const Dataset& data, Mod
     uses.push_back({fmt::format("probe curvature batch={}", batch),
                     "a curvature probe (its batch and Hessian-vector-product graphs)",
                     (batch * example + 4 * activations(model, batch)) * probe_bytes});
+    if (terms > 0)  // as the activations: the HVP's graphs hold twice the training step's
+      uses.push_back({"fc1_kernel index_add", fmt::format("encoder.fc1's gathered terms at probe curvature batch={}", batch),
+                      6 * terms * static_cast<double>(batch) * probe_bytes});
   }
 
-  // PredNet evaluates in chunks of 16 sequences (model.cpp); the others in one forward pass.
+  // One forward pass of the evaluation: one chunk (eval_chunk), without gradients; under index_add
+  // the gathered terms and their products are alive together.
   const int64_t eval = data.eval.defined() ? data.eval.size(0) : 0;
-  const int64_t eval_pass = cfg.model == ModelKind::kPredNet ? std::min<int64_t>(eval, 16) : eval;
+  const int64_t eval_pass = std::min(eval, eval_chunk(cfg.model));
   uses.push_back({cfg.model == ModelKind::kPredNet ? fmt::format("eval_sequences {}", cfg.prednet.eval_sequences)
                                          : "data " + cfg.data,
-                  "the evaluation's forward pass", activations(model, eval_pass) * bytes});
+                  "the evaluation's forward pass",
+                  (activations(model, eval_pass) + 2 * terms * static_cast<double>(eval_pass)) * bytes});
   return uses;
 }
 

@@ -1,6 +1,7 @@
 #include "saddlescope/trainer/model.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -94,8 +95,9 @@ class AutoencoderModel : public Model {
     torch::NoGradGuard no_grad;
     net_->eval();
     double model_se = 0, base_se = 0;
-    for (int64_t i = 0; i < x.size(0); i += 1000) {
-      auto batch = x.narrow(0, i, std::min<int64_t>(1000, x.size(0) - i));
+    const int64_t chunk = eval_chunk(ModelKind::kAutoencoder);
+    for (int64_t i = 0; i < x.size(0); i += chunk) {
+      auto batch = x.narrow(0, i, std::min(chunk, x.size(0) - i));
       model_se += (net_->forward(batch) - batch).pow(2).sum(torch::kFloat64).item<double>();
       base_se += (batch - mean).pow(2).sum(torch::kFloat64).item<double>();
     }
@@ -159,7 +161,7 @@ class PredNetModel : public Model {
 
   Scores evaluate(const torch::Tensor& x, const torch::Tensor&) override {
     torch::NoGradGuard no_grad;
-    int64_t n = x.size(0), chunk = 16;
+    const int64_t n = x.size(0), chunk = eval_chunk(ModelKind::kPredNet);
     auto frames = static_cast<size_t>(x.size(1) - 1);  // scored frames t = 1 .. T-1
     Scores s{0, 0, "previous frame", std::vector<double>(frames, 0.0), std::vector<double>(frames, 0.0)};
     for (int64_t i = 0; i < n; i += chunk) {
@@ -275,6 +277,12 @@ Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& 
 }
 
 }  // namespace
+
+int64_t eval_chunk(ModelKind model) {
+  if (model == ModelKind::kPredNet) return 16;
+  if (model == ModelKind::kAutoencoder) return 1000;
+  return std::numeric_limits<int64_t>::max();
+}
 
 Result<std::shared_ptr<Model>> make_model(const RunConfig& cfg, const Dataset& data) {
   std::optional<Result<std::shared_ptr<Model>>> model;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <new>
 #include <stdexcept>
 
@@ -122,6 +123,41 @@ TEST(Memory, EstimatesGrowWithTheirKeys) {
   auto uses = run_memory(cfg, *data, **model);
   EXPECT_EQ(uses[1].key, "hidden [16, 4]");
   EXPECT_EQ(uses[0].bytes, 256 * 24 * 4.0) << "eval is the training data itself: counted once";
+}
+
+// fc1_kernel = index_add gathers batch × inputs × outputs terms (autoencoder.cpp's bag): at MNIST's
+// 784 × 512 they outweigh the activations by far, so they are a use of their own, named by the key
+// that asks for them, in the step, the curvature probe and the evaluation (one chunk of 1000).
+TEST(Memory, IndexAddsGatheredTermsAreCountedAndNamed) {
+  testing::TempDir dir;
+  RunConfig cfg = testing::small_config(dir, testing::write_pixels(dir, 2000, 24));
+  cfg.batch_size = 8;
+  cfg.probes = {"curvature:batch=4"};
+  auto data = load_dataset(cfg);
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  auto bytes_of = [&](const std::string& fc1_kernel) {
+    cfg.fc1_kernel = fc1_kernel;
+    auto model = make_model(cfg, *data);
+    SADDLESCOPE_CHECK(model.ok());
+    std::map<std::string, double> by_what;
+    for (const auto& u : run_memory(cfg, *data, **model)) by_what[u.key + ": " + u.what] += u.bytes;
+    return by_what;
+  };
+  auto matmul = bytes_of("matmul"), index_add = bytes_of("index_add");
+  const double terms = 24 * 16 * 4.0;  // encoder.fc1: 24 inputs, 16 outputs, float32
+  EXPECT_EQ(index_add.size(), matmul.size() + 2);
+  EXPECT_DOUBLE_EQ(index_add["fc1_kernel index_add: encoder.fc1's gathered terms at batch_size 8"], 3 * 8 * terms);
+  EXPECT_DOUBLE_EQ(index_add["fc1_kernel index_add: encoder.fc1's gathered terms at probe curvature batch=4"],
+                   6 * 4 * terms);
+  const std::string eval = "data " + cfg.data + ": the evaluation's forward pass";
+  EXPECT_DOUBLE_EQ(index_add[eval] - matmul[eval], 2 * 1000 * terms) << "one chunk of the 2000 rows";
+
+  // A batch whose terms alone exceed the machine names fc1_kernel, the key to change.
+  cfg.fc1_kernel = "index_add";
+  cfg.batch_size = 1 << 28;  // 1.2 TiB of terms
+  auto model = make_model(cfg, *data);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().message().rfind("fc1_kernel index_add: about ", 0), 0u) << model.status().message();
 }
 
 }  // namespace

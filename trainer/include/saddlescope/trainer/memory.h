@@ -37,8 +37,10 @@ Status check_memory(const std::vector<MemoryUse>& uses, uint64_t limit);
 // The large allocations of training `model` on `data` as `cfg` says, on the CPU: the data, the
 // parameters with their gradients, Adam's two moments and a snapshot's copy (sized by the model's width
 // key), a training step's batch with its activations and their gradients (batch_size), a curvature
-// probe's batch with its Hessian-vector-product graphs (probe ... batch=), and the evaluation's forward
-// pass. Activations are counted from model.tap_ops(): every op's output elements.
+// probe's batch with its Hessian-vector-product graphs (probe ... batch=), and one forward pass of the
+// evaluation (one eval_chunk). Activations are counted from model.tap_ops(): every op's output
+// elements. Under fc1_kernel = index_add, encoder.fc1's gathered terms (inputs × outputs per example)
+// are a use of their own in the step, the probe and the evaluation.
 std::vector<MemoryUse> run_memory(const RunConfig& cfg, const Dataset& data, Model& model);
 
 // The key that sizes `cfg`'s model, with its value: "hidden [256, 64]", "linear_hidden 4",

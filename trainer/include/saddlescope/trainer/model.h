@@ -14,6 +14,7 @@
 #include "saddlescope/base/status.h"
 #include "saddlescope/probes/op_taps.h"
 #include "saddlescope/probes/symmetry.h"
+#include "saddlescope/trainer/config_choices.h"
 
 namespace saddlescope::trainer {
 
@@ -55,6 +56,7 @@ class Model {
     std::string baseline;
     std::vector<double> per_frame_mse, per_frame_baseline_mse;  // PredNet only
   };
+  // Runs in forward passes of at most eval_chunk(model) examples each.
   virtual Scores evaluate(const torch::Tensor& x, const torch::Tensor& train_mean) = 0;
 
   // Initial weights from `gen` (PyTorch's default initialisation), then `init`: "default", "duplicate"
@@ -88,6 +90,11 @@ class Model {
  private:
   double init_scale_;
 };
+
+// The most examples (PredNet: sequences) one forward pass of Model::evaluate takes: the autoencoder's
+// and PredNet's evaluations run in chunks so that their activations stay small; the linear model's
+// rows in one pass. trainer/memory.cpp counts one chunk's activations.
+int64_t eval_chunk(ModelKind model);
 
 // The model `cfg` names for the examples of `data` (data.example_shape: (features) or (T, 1, H, W);
 // data.target_columns for the linear network's input–target rows). Errors name the config key (e.g.
