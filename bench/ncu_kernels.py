@@ -66,24 +66,28 @@ def kind(name):
     return OTHER
 
 
+def tally(step, key):
+    """{key(kernel name): [count, ms]} over the step's kernels."""
+    out = defaultdict(lambda: [0, 0.0])
+    for n, ns in step:
+        row = out[key(n)]
+        row[0] += 1
+        row[1] += ns / 1e6
+    return out
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     step = last_step(kernels(sys.argv[1]))
-    rows = defaultdict(lambda: [0, 0.0])
-    for n, ns in step:
-        rows[kind(n)][0] += 1
-        rows[kind(n)][1] += ns / 1e6
+    rows = tally(step, kind)
     print("| kernels of one step | count | ms (ncu) |\n|---|---|---|")
     for label in [k for k, _ in KINDS] + [OTHER]:
         if label in rows:
             print(f"| {label} | {rows[label][0]:,} | {rows[label][1]:.2f} |")
     print(f"| **all** | **{len(step):,}** | **{sum(ns for _, ns in step) / 1e6:.2f}** |")
     if "--names" in sys.argv:
-        by = defaultdict(lambda: [0, 0.0])
-        for n, ns in step:
-            by[n[:140]][0] += 1
-            by[n[:140]][1] += ns / 1e6
+        by = tally(step, lambda n: n[:140])
         for n, (c, ms) in sorted(by.items(), key=lambda kv: -kv[1][1]):
             print(f"{c:5d} {ms:8.3f}  {n}")
 
