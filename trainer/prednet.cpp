@@ -211,12 +211,13 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
 
   // State carried between frames, per layer: E_l, R_l and the LSTM cell C_l, zero before frame 0.
   std::vector<torch::Tensor> e(n), r(n), cell(n);
-  const auto state = x.options().memory_format(layout);
+  // torch::zeros drops a memory format (LibTorch 1.13 and 2.x): empty, then zero, in the layout.
+  auto zeros = [&](torch::IntArrayRef sizes) { return torch::empty(sizes, x.options().memory_format(layout)).zero_(); };
   for (int64_t l = 0; l < n; ++l) {
     const int64_t h = options_.height >> l, w = options_.width >> l;
-    e[l] = torch::zeros({batch, 2 * a_sizes[l], h, w}, state);
-    r[l] = torch::zeros({batch, r_sizes[l], h, w}, state);
-    cell[l] = torch::zeros({batch, r_sizes[l], h, w}, state);
+    e[l] = zeros({batch, 2 * a_sizes[l], h, w});
+    r[l] = zeros({batch, r_sizes[l], h, w});
+    cell[l] = zeros({batch, r_sizes[l], h, w});
   }
 
   // The four gate convolutions of a layer run as one, their filters stacked on the output channels
