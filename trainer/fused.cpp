@@ -1,5 +1,7 @@
 #include "saddlescope/trainer/fused.h"
 
+#include <atomic>
+
 #include <ATen/Parallel.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
@@ -66,8 +68,20 @@ std::pair<torch::Tensor, int64_t> as_rows(const torch::Tensor& t, const Layout& 
   return {t.contiguous(layout.format), layout.inner};
 }
 
-torch::Tensor empty_in(torch::IntArrayRef sizes, const torch::Tensor& like, const Layout& layout) {
-  return torch::empty(sizes, like.options().memory_format(layout.format));
+torch::Tensor empty_in(torch::IntArrayRef sizes, const torch::Tensor& like, const Layout& layout,
+                       const FrameSlot& slot = {}) {
+  return slot.get(sizes, like, layout.format);
+}
+
+// A slot kept for the backward in an autograd context's saved data.
+void save_slot(AutogradContext* ctx, const std::string& key, const FrameSlot& slot) {
+  ctx->saved_data[key + ".buffer"] = slot.buffer;
+  ctx->saved_data[key + ".index"] = slot.index;
+  ctx->saved_data[key + ".frames"] = slot.frames;
+}
+FrameSlot load_slot(AutogradContext* ctx, const std::string& key) {
+  return {ctx->saved_data[key + ".buffer"].toTensorList(), ctx->saved_data[key + ".index"].toInt(),
+          ctx->saved_data[key + ".frames"].toInt()};
 }
 
 torch::Tensor in_layout(const torch::Tensor& t, const Layout& layout) {
@@ -79,7 +93,8 @@ torch::Tensor zeros_if_undefined(const torch::Tensor& g, const torch::Tensor& li
 }
 
 struct Cell : public torch::autograd::Function<Cell> {
-  static variable_list forward(AutogradContext* ctx, const torch::Tensor& pre_in, const torch::Tensor& c_prev_in) {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& pre_in, const torch::Tensor& c_prev_in,
+                               const FrameSlot& h_slot, const FrameSlot& pre_grad_slot) {
     const int64_t units = c_prev_in.size(1);
     SADDLESCOPE_CHECK(pre_in.dim() == 4 && c_prev_in.dim() == 4 && pre_in.size(1) == 4 * units &&
                       c_prev_in.size(0) == pre_in.size(0) && c_prev_in.size(2) == pre_in.size(2) &&
@@ -88,7 +103,7 @@ struct Cell : public torch::autograd::Function<Cell> {
     const Layout layout = layout_of(pre_in, units);
     torch::Tensor pre = in_layout(pre_in, layout), c_prev = in_layout(c_prev_in, layout);
     torch::Tensor act = empty_in(pre.sizes(), pre, layout), c = empty_in(c_prev.sizes(), pre, layout),
-                  h = empty_in(c_prev.sizes(), pre, layout), tc = empty_in(c_prev.sizes(), pre, layout);
+                  h = empty_in(c_prev.sizes(), pre, layout, h_slot), tc = empty_in(c_prev.sizes(), pre, layout);
     dispatch(pre, [&](auto zero) {
       using T = decltype(zero);
       kernels::CellArgs<T> a;
@@ -105,6 +120,7 @@ struct Cell : public torch::autograd::Function<Cell> {
     ctx->set_materialize_grads(false);
     ctx->mark_non_differentiable({act, tc});
     ctx->save_for_backward({pre, c_prev, act, tc});
+    save_slot(ctx, "dpre", pre_grad_slot);
     return {c, h, act, tc};
   }
 
@@ -112,12 +128,15 @@ struct Cell : public torch::autograd::Function<Cell> {
     auto saved = ctx->get_saved_variables();
     const torch::Tensor &pre = saved[0], &c_prev = saved[1], &act = saved[2], &tc = saved[3];
     torch::Tensor dc = grads[0], dh = grads[1];
-    if (!dc.defined() && !dh.defined()) return {torch::Tensor(), torch::Tensor()};
-    if (torch::GradMode::is_enabled()) return differentiable(pre, c_prev, dh, dc);
+    if (!dc.defined() && !dh.defined()) return variable_list(4);
+    if (torch::GradMode::is_enabled()) {
+      variable_list d = differentiable(pre, c_prev, dh, dc);
+      return {d[0], d[1], torch::Tensor(), torch::Tensor()};
+    }
     const Layout layout = layout_of(pre, c_prev.size(1));  // the forward's: `pre` was saved in it
     dc = in_layout(dc, layout);
     dh = in_layout(dh, layout);
-    torch::Tensor dpre = empty_in(pre.sizes(), pre, layout);
+    torch::Tensor dpre = empty_in(pre.sizes(), pre, layout, load_slot(ctx, "dpre"));
     torch::Tensor dc_prev = ctx->needs_input_grad(1) ? empty_in(c_prev.sizes(), pre, layout) : torch::Tensor();
     dispatch(pre, [&](auto zero) {
       using T = decltype(zero);
@@ -133,7 +152,7 @@ struct Cell : public torch::autograd::Function<Cell> {
       a.dc_prev = ptr<T>(dc_prev);
       launch(pre, c_prev.numel(), a, &kernels::cell_backward_cpu<T>, &kernels::cell_backward_cuda<T>);
     });
-    return {dpre, dc_prev};
+    return {dpre, dc_prev, torch::Tensor(), torch::Tensor()};
   }
 
   // The backward in LibTorch ops from the inputs: differentiable, for double backward.
@@ -153,14 +172,14 @@ struct Cell : public torch::autograd::Function<Cell> {
 
 struct Error : public torch::autograd::Function<Error> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in, const torch::Tensor& a_in,
-                               double pixel_max) {
+                               double pixel_max, const FrameSlot& e_slot, const FrameSlot& dy_slot) {
     SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.sizes() == a_in.sizes() && y_in.scalar_type() == a_in.scalar_type() &&
                       y_in.device() == a_in.device());
     const Layout layout = layout_of(y_in, y_in.size(1));
     torch::Tensor y = in_layout(y_in, layout);
     auto [a, a_stride] = as_rows(a_in, layout);
     auto s = y.sizes();
-    torch::Tensor e = empty_in({s[0], 2 * s[1], s[2], s[3]}, y, layout), ahat = empty_in(s, y, layout);
+    torch::Tensor e = empty_in({s[0], 2 * s[1], s[2], s[3]}, y, layout, e_slot), ahat = empty_in(s, y, layout);
     dispatch(y, [&](auto zero) {
       using T = decltype(zero);
       kernels::ErrorArgs<T> args;
@@ -176,6 +195,7 @@ struct Error : public torch::autograd::Function<Error> {
     });
     ctx->set_materialize_grads(false);
     ctx->saved_data["pixel_max"] = pixel_max;
+    save_slot(ctx, "dy", dy_slot);
     ctx->save_for_backward({y, a});
     return {e, ahat};
   }
@@ -185,7 +205,7 @@ struct Error : public torch::autograd::Function<Error> {
     const torch::Tensor &y = saved[0], &a = saved[1];
     const double pixel_max = ctx->saved_data["pixel_max"].toDouble();
     torch::Tensor de = grads[0], dahat = grads[1];
-    if (!de.defined() && !dahat.defined()) return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (!de.defined() && !dahat.defined()) return variable_list(5);
     const Layout layout = layout_of(y, y.size(1));
     de = de.defined() ? in_layout(de, layout) : torch::zeros({y.size(0), 2 * y.size(1), y.size(2), y.size(3)}, y.options());
     if (torch::GradMode::is_enabled()) {  // differentiable in de and dahat; the masks are constants
@@ -194,11 +214,11 @@ struct Error : public torch::autograd::Function<Error> {
       auto dd = de.narrow(1, 0, u) * (d > 0) - de.narrow(1, u, u) * (d < 0);
       auto pass = torch::logical_and(relu_y > 0, relu_y <= pixel_max);
       auto dy = (zeros_if_undefined(dahat, y) - dd) * pass;
-      return {dy, ctx->needs_input_grad(1) ? dd : torch::Tensor(), torch::Tensor()};
+      return {dy, ctx->needs_input_grad(1) ? dd : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
     dahat = in_layout(dahat, layout);
     auto [rows, a_stride] = as_rows(a, layout);
-    torch::Tensor dy = empty_in(y.sizes(), y, layout),
+    torch::Tensor dy = empty_in(y.sizes(), y, layout, load_slot(ctx, "dy")),
                   da = ctx->needs_input_grad(1) ? empty_in(a.sizes(), y, layout) : torch::Tensor();
     dispatch(y, [&](auto zero) {
       using T = decltype(zero);
@@ -215,18 +235,19 @@ struct Error : public torch::autograd::Function<Error> {
       args.da = ptr<T>(da);
       launch(y, y.numel(), args, &kernels::error_backward_cpu<T>, &kernels::error_backward_cuda<T>);
     });
-    return {dy, da, torch::Tensor()};
+    return {dy, da, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 struct Pool : public torch::autograd::Function<Pool> {
-  static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in) {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in, const FrameSlot& dy_slot) {
     SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.size(2) % 2 == 0 && y_in.size(3) % 2 == 0);
     const Layout layout = layout_of(y_in, y_in.size(1));
     torch::Tensor y = in_layout(y_in, layout);
     torch::Tensor out = empty_in({y.size(0), y.size(1), y.size(2) / 2, y.size(3) / 2}, y, layout);
     run(y, layout, out, torch::Tensor(), torch::Tensor());
     ctx->set_materialize_grads(false);
+    save_slot(ctx, "dy", dy_slot);
     ctx->save_for_backward({y});
     return {out};
   }
@@ -234,17 +255,18 @@ struct Pool : public torch::autograd::Function<Pool> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const torch::Tensor y = ctx->get_saved_variables()[0];
     const torch::Tensor& dout = grads[0];
-    if (!dout.defined()) return {torch::Tensor()};
+    if (!dout.defined()) return variable_list(2);
     if (torch::GradMode::is_enabled()) {  // differentiable in dout; which input won is a constant
       auto r = torch::relu(y.detach());
       auto winners = std::get<1>(at::max_pool2d_with_indices(r, {2, 2}, {2, 2}));
       return {at::max_pool2d_with_indices_backward(dout, r, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, winners) *
-              (y.detach() > 0)};
+                  (y.detach() > 0),
+              torch::Tensor()};
     }
     const Layout layout = layout_of(y, y.size(1));  // the forward's: `y` was saved in it
-    torch::Tensor dy = empty_in(y.sizes(), y, layout);
+    torch::Tensor dy = empty_in(y.sizes(), y, layout, load_slot(ctx, "dy"));
     run(y, layout, torch::Tensor(), in_layout(dout, layout), dy);
-    return {dy};
+    return {dy, torch::Tensor()};
   }
 
   // The forward (out given) or the backward (dout, dy given) over out's elements.
@@ -266,6 +288,33 @@ struct Pool : public torch::autograd::Function<Pool> {
       if (out.defined()) launch(y, n, a, &kernels::pool_forward_cpu<T>, &kernels::pool_forward_cuda<T>);
       else launch(y, n, a, &kernels::pool_backward_cpu<T>, &kernels::pool_backward_cuda<T>);
     });
+  }
+};
+
+// assemble_channels: cat's forward into the slot, and cat's backward (a view of each part's channels).
+struct Assemble : public torch::autograd::Function<Assemble> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& e, const torch::Tensor& r,
+                               const c10::optional<torch::Tensor>& above, const FrameSlot& slot) {
+    std::vector<torch::Tensor> parts = {e, r};
+    if (above) parts.push_back(*above);
+    std::vector<int64_t> sizes = e.sizes().vec();
+    sizes[1] = 0;
+    for (const auto& p : parts) {
+      SADDLESCOPE_CHECK(p.dim() == 4 && p.size(0) == e.size(0) && p.size(2) == e.size(2) && p.size(3) == e.size(3));
+      sizes[1] += p.size(1);
+    }
+    torch::Tensor z = slot.get(sizes, e, e.suggest_memory_format());
+    at::cat_out(z, parts, 1);
+    ctx->saved_data["channels"] = std::vector<int64_t>{e.size(1), r.size(1), above ? above->size(1) : 0};
+    return {z};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<int64_t> c = ctx->saved_data["channels"].toIntVector();
+    const torch::Tensor& dz = grads[0];
+    if (!dz.defined()) return variable_list(4);
+    return {dz.narrow(1, 0, c[0]), dz.narrow(1, c[0], c[1]), c[2] ? dz.narrow(1, c[0] + c[1], c[2]) : torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -334,7 +383,7 @@ struct Gather : public torch::autograd::Function<Gather> {
       }
       frames.clear();
       const torch::Tensor w = ctx->get_saved_variables()[0];
-      auto [unused, frames_dw, frames_db] = convolve_backward(torch::cat(dy), torch::cat(x), w, {false, true, true});
+      auto [unused, frames_dw, frames_db] = convolve_backward(join_frames(dy), join_frames(x), w, {false, true, true});
       dw = dw.defined() ? dw + frames_dw : frames_dw;
       db = db.defined() ? db + frames_db : frames_db;
     }
@@ -344,8 +393,50 @@ struct Gather : public torch::autograd::Function<Gather> {
 
 }  // namespace
 
-FrameConvolution::FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched)
-    : weight_(weight), bias_(bias) {
+torch::Tensor FrameSlot::get(torch::IntArrayRef sizes, const torch::Tensor& like, torch::MemoryFormat format) const {
+  const auto options = like.options().memory_format(format);
+  if (!defined() || sizes.empty()) return torch::empty(sizes, options);
+  std::vector<int64_t> all = sizes.vec();
+  all[0] *= frames;
+  c10::List<torch::Tensor> shared = buffer;  // a handle on the same list
+  if (shared.empty()) shared.push_back(torch::empty(all, options));
+  const torch::Tensor whole = shared.get(0);
+  if (whole.sizes() != c10::IntArrayRef(all) || whole.scalar_type() != like.scalar_type() ||
+      whole.device() != like.device() || !whole.is_contiguous(format))
+    return torch::empty(sizes, options);
+  return torch::empty({0}, like.options())
+      .set_(whole.storage(), whole.storage_offset() + index * sizes[0] * whole.stride(0), sizes, whole.strides());
+}
+
+namespace {
+std::atomic<int64_t> concatenated{0};
+}  // namespace
+
+int64_t frames_concatenated() { return concatenated.load(); }
+
+torch::Tensor join_frames(const std::vector<torch::Tensor>& parts) {
+  SADDLESCOPE_CHECK(!parts.empty());
+  const torch::Tensor& first = parts[0];
+  const int64_t step = first.dim() > 0 ? first.size(0) * first.stride(0) : 0;  // elements per part
+  bool adjacent = first.dim() > 0 && first.numel() > 0 && first.is_non_overlapping_and_dense() && step == first.numel();
+  for (size_t i = 1; adjacent && i < parts.size(); ++i) {
+    const torch::Tensor& p = parts[i];
+    adjacent = p.sizes() == first.sizes() && p.strides() == first.strides() && p.dtype() == first.dtype() &&
+               p.storage().unsafeGetStorageImpl() == first.storage().unsafeGetStorageImpl() &&
+               p.storage_offset() == first.storage_offset() + static_cast<int64_t>(i) * step;
+  }
+  if (!adjacent) {
+    ++concatenated;
+    return torch::cat(parts);
+  }
+  std::vector<int64_t> sizes = first.sizes().vec();
+  sizes[0] *= static_cast<int64_t>(parts.size());
+  return first.as_strided(sizes, first.strides());
+}
+
+FrameConvolution::FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched,
+                                   int64_t frames)
+    : weight_(weight), bias_(bias), frames_in_sequence_(batched ? frames : 0) {
   SADDLESCOPE_CHECK(weight.dim() == 4 && weight.size(2) % 2 == 1 && weight.size(2) == weight.size(3) &&
                     bias.dim() == 1 && bias.size(0) == weight.size(0));
   if (!batched) return;
@@ -359,17 +450,32 @@ torch::Tensor FrameConvolution::operator()(const torch::Tensor& x) const {
   return FrameConv::apply(x, gathered_weight_, gathered_bias_, frames_)[0];
 }
 
-FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev) {
-  variable_list out = Cell::apply(pre, c_prev);
+FrameSlot FrameConvolution::slot(const c10::List<torch::Tensor>& buffer, int64_t t) const {
+  if (frames_in_sequence_ == 0) return {};
+  SADDLESCOPE_CHECK(t >= 0 && t < frames_in_sequence_);
+  return {buffer, frames_in_sequence_ - 1 - t, frames_in_sequence_};  // backward order: last frame first
+}
+
+FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev, const FrameSlot& h_slot,
+                          const FrameSlot& pre_grad_slot) {
+  variable_list out = Cell::apply(pre, c_prev, h_slot, pre_grad_slot);
   return {out[0], out[1], out[2], out[3]};
 }
 
-FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max) {
-  variable_list out = Error::apply(y, a, pixel_max);
+FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max,
+                             const FrameSlot& e_slot, const FrameSlot& y_grad_slot) {
+  variable_list out = Error::apply(y, a, pixel_max, e_slot, y_grad_slot);
   return {out[0], out[1]};
 }
 
-torch::Tensor fused_relu_pool(const torch::Tensor& y) { return Pool::apply(y)[0]; }
+torch::Tensor fused_relu_pool(const torch::Tensor& y, const FrameSlot& y_grad_slot) {
+  return Pool::apply(y, y_grad_slot)[0];
+}
+
+torch::Tensor assemble_channels(const torch::Tensor& e, const torch::Tensor& r, const torch::Tensor& above,
+                                const FrameSlot& slot) {
+  return Assemble::apply(e, r, above.defined() ? c10::optional<torch::Tensor>(above) : c10::nullopt, slot)[0];
+}
 
 void fused_adam(const torch::Tensor& param, const torch::Tensor& m, const torch::Tensor& v, const torch::Tensor& lr,
                 const torch::Tensor& beta1_power, const torch::Tensor& beta2_power, double beta1, double beta2,

@@ -224,7 +224,8 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
   // (i, f, o, c): per frame one convolution and two activations instead of four and four — a PredNet
   // step is thousands of tiny kernels, and their count is its time on a GPU. Same math per output.
   // With fused kernels each convolution's weight gradients are formed once over all frames
-  // (FrameConvolution).
+  // (FrameConvolution), and the ops that make its inputs and their gradients write them to its frame
+  // slots, where that weight gradient reads them in place.
   std::vector<FrameConvolution> gate_conv(n), ahat_conv(n), a_conv(n);
   for (int64_t l = 0; l < n; ++l) {
     Layer& L = layers_[l];
@@ -233,7 +234,7 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
       // A weight-gradient tap reads the .grad of the weight the convolution saw (the stacked filters, a
       // channels-last copy): kept only at tap steps.
       if (op_taps_ && op_taps_->armed() && seen.requires_grad()) seen.retain_grad();
-      return FrameConvolution(seen, b, options_.fused);
+      return FrameConvolution(seen, b, options_.fused, frames);
     };
     gate_conv[l] = weights(torch::cat({L.i->weight, L.f->weight, L.o->weight, L.c->weight}),
                            torch::cat({L.i->bias, L.f->bias, L.o->bias, L.c->bias}));
@@ -256,15 +257,16 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
     // Top-down: R_l from this layer's E and R of the previous frame and the new R_{l+1}.
     for (int64_t l = n - 1; l >= 0; --l) {
       const int64_t units = r_sizes[l];
-      torch::Tensor z;
-      if (l + 1 == n) z = torch::cat({e[l], r[l]}, 1);
-      else if (nhwc) z = torch::cat({e[l], r[l], torch::upsample_nearest2d(r[l + 1], {r[l].size(2), r[l].size(3)})}, 1);
-      else z = torch::cat({e[l], r[l], upsample2(r[l + 1])}, 1);
+      torch::Tensor z, above;
+      if (l + 1 < n)
+        above = nhwc ? torch::upsample_nearest2d(r[l + 1], {r[l].size(2), r[l].size(3)}) : upsample2(r[l + 1]);
+      if (options_.fused) z = assemble_channels(e[l], r[l], above, gate_conv[l].input_slot(t));
+      else z = above.defined() ? torch::cat({e[l], r[l], above}, 1) : torch::cat({e[l], r[l]}, 1);
       auto gates = conv(gate_conv[l], z, l, "lstm");
       const bool armed = op_taps_ && op_taps_->armed();
       torch::Tensor i, f, o, g;
       if (options_.fused) {
-        FusedCell next = fused_lstm_cell(gates, cell[l]);
+        FusedCell next = fused_lstm_cell(gates, cell[l], ahat_conv[l].input_slot(t), gate_conv[l].output_gradient_slot(t));
         i = next.act.narrow(1, 0, units), f = next.act.narrow(1, units, units);
         o = next.act.narrow(1, 2 * units, units), g = next.act.narrow(1, 3 * units, units);
         if (armed) {  // the fused cell's activations against the same exact references
@@ -303,10 +305,14 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
         a = targets[t];
       } else {
         torch::Tensor y_a = conv(a_conv[l], e[l - 1], l, "conv_a");
-        a = options_.fused ? fused_relu_pool(y_a) : torch::max_pool2d(activate(Activation::kRelu, y_a, l, "conv_a.relu"), {2, 2});
+        a = options_.fused ? fused_relu_pool(y_a, a_conv[l].output_gradient_slot(t))
+                           : torch::max_pool2d(activate(Activation::kRelu, y_a, l, "conv_a.relu"), {2, 2});
       }
       if (options_.fused) {
-        FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity());
+        // E_l goes where the layer above's conv_a reads it; y's gradient where conv_ahat's weights do.
+        FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity(),
+                                           l + 1 < n ? a_conv[l + 1].input_slot(t) : FrameSlot{},
+                                           ahat_conv[l].output_gradient_slot(t));
         e[l] = err.e;
         ahat = err.ahat;
       } else {

@@ -265,7 +265,7 @@ TEST(Fused, FrameConvolutionGradientsAreTheSumOverFrames) {
       for (int t = 0; t < 4; ++t) x.push_back(uniform({2, 5, 8, 8}, -1, 1, 40 + t, dtype, device).requires_grad_());
       auto run = [&](bool batched, int backwards) {
         torch::Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
-        FrameConvolution conv(w, b, batched);
+        FrameConvolution conv(w, b, batched, 4);
         torch::Tensor h = torch::zeros({2, 6, 8, 8}, x[0].options()), loss = torch::zeros({}, h.options());
         for (const auto& xt : x) {  // a recurrence, so that frames depend on earlier frames' outputs
           h = torch::tanh(conv(xt) + 0.5 * h);
@@ -283,6 +283,96 @@ TEST(Fused, FrameConvolutionGradientsAreTheSumOverFrames) {
       for (size_t i = 0; i < lib.size(); ++i) EXPECT_CLOSE(batched[i], lib[i], tol) << "gradient " << i;
       for (auto& xt : x) xt.mutable_grad() = torch::Tensor();
       run(true, 0);
+    }
+}
+
+// Frames written to FrameSlots are joined as a view of their buffer; anything else is concatenated, and
+// a slot whose buffer was made for other sizes hands out a tensor of its own.
+TEST(Fused, JoinFramesViewsSlottedFramesAndConcatenatesOthers) {
+  for (auto format : {torch::MemoryFormat::Contiguous, torch::MemoryFormat::ChannelsLast}) {
+    auto like = torch::zeros({1}, torch::kFloat32);
+    c10::List<torch::Tensor> buffer;
+    std::vector<torch::Tensor> slotted, separate;
+    for (int64_t i = 0; i < 3; ++i) {
+      torch::Tensor frame = FrameSlot{buffer, i, 3}.get({2, 3, 4, 5}, like, format);
+      EXPECT_TRUE(frame.is_contiguous(format));
+      frame.copy_(uniform({2, 3, 4, 5}, -1, 1, 60 + i, torch::kFloat32, torch::kCPU));
+      slotted.push_back(frame);
+      separate.push_back(frame.clone());
+    }
+    ASSERT_EQ(buffer.size(), 1u);
+    const torch::Tensor whole = join_frames(slotted);
+    EXPECT_EQ(whole.data_ptr(), buffer.get(0).data_ptr()) << "a view, not a copy";
+    EXPECT_TRUE(torch::equal(whole, torch::cat(separate)));
+    const int64_t before = frames_concatenated();
+    EXPECT_NE(join_frames(separate).data_ptr(), separate[0].data_ptr());
+    EXPECT_EQ(frames_concatenated(), before + 1);
+    EXPECT_TRUE(torch::equal(join_frames(separate), whole));
+    std::vector<torch::Tensor> backwards = {slotted[1], slotted[0]};  // side by side, out of order
+    EXPECT_TRUE(torch::equal(join_frames(backwards), torch::cat({separate[1], separate[0]})));
+    torch::Tensor other = FrameSlot{buffer, 1, 3}.get({2, 3, 4, 6}, like, format);  // not the buffer's sizes
+    EXPECT_EQ(other.sizes(), (std::vector<int64_t>{2, 3, 4, 6}));
+    EXPECT_FALSE(other.storage().is_alias_of(buffer.get(0).storage()));
+  }
+}
+
+// The fused PredNet writes every convolution's inputs and output gradients to its frame slots, in both
+// layouts, at L0 (where some layers' last frames get no gradient) and Lall: its backward concatenates
+// nothing. (Slots handing out tensors of their own would only be slower, so no other test would fail.)
+TEST(Fused, PredNetReadsEveryFrameInPlace) {
+  for (torch::Device device : devices())
+    for (bool nhwc : {false, true})
+      for (const char* loss : {"L0", "Lall"}) {
+        SCOPED_TRACE(device.str() + (nhwc ? " NHWC " : " NCHW ") + loss);
+        if (device.is_cuda() && !nhwc) continue;  // CUDA is always channels-last
+        PredNetOptions o = small(true);
+        o.channels_last_on_cpu = nhwc;
+        o.loss = loss;
+        PredNet model = seeded(o, torch::kFloat32, device);
+        auto x = uniform({2, 4, 1, 16, 16}, 0, 1, 9, torch::kFloat32, device);
+        const int64_t before = frames_concatenated();
+        prednet_loss(model->forward(x), x, loss).backward();
+        EXPECT_EQ(frames_concatenated(), before);
+        EXPECT_TRUE(model->parameters()[0].grad().defined());
+      }
+}
+
+// A sequence whose convolution reads its inputs from slots (written by assemble_channels) and the
+// output gradients from slots (written by the fused cell's backward) has the bits of the same sequence
+// with tensors of their own, whose frames are concatenated: the same sums in the same order.
+TEST(Fused, FrameSlotsGiveTheBitsOfConcatenatedFrames) {
+  for (torch::Device device : devices())
+    for (auto format : {torch::MemoryFormat::Contiguous, torch::MemoryFormat::ChannelsLast}) {
+      SCOPED_TRACE(device.str() + (format == torch::MemoryFormat::Contiguous ? " NCHW" : " NHWC"));
+      const int64_t frames = 4, u = 3;
+      auto w0 = uniform({4 * u, 2 + u + 2, 3, 3}, -0.3, 0.3, 70, torch::kFloat32, device).contiguous(format),
+           b0 = uniform({4 * u}, -0.3, 0.3, 71, torch::kFloat32, device);
+      std::vector<torch::Tensor> e, above;
+      for (int64_t t = 0; t < frames; ++t) {
+        e.push_back(uniform({2, 2, 8, 8}, -1, 1, 80 + t, torch::kFloat32, device).contiguous(format).requires_grad_());
+        above.push_back(uniform({2, 2, 8, 8}, -1, 1, 90 + t, torch::kFloat32, device).contiguous(format));
+      }
+      auto run = [&](bool slots) {
+        torch::Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+        FrameConvolution conv(w, b, true, frames);
+        torch::Tensor c = torch::zeros({2, u, 8, 8}, e[0].options()).contiguous(format), h = c.clone(),
+                      loss = torch::zeros({}, c.options());
+        for (int64_t t = 0; t < frames; ++t) {
+          torch::Tensor z = assemble_channels(e[t], h, t % 2 ? above[t] : torch::zeros_like(above[t]),
+                                              slots ? conv.input_slot(t) : FrameSlot{});
+          FusedCell next = fused_lstm_cell(conv(z), c, {}, slots ? conv.output_gradient_slot(t) : FrameSlot{});
+          c = next.c;
+          h = next.h;
+          loss = loss + (h * h).sum();
+        }
+        loss.backward();
+        return std::vector<torch::Tensor>{w.grad(), b.grad(), e[0].grad().clone(), e[3].grad().clone()};
+      };
+      auto plain = run(false);
+      for (auto& t : e) t.mutable_grad() = torch::Tensor();
+      auto slotted = run(true);
+      for (auto& t : e) t.mutable_grad() = torch::Tensor();
+      for (size_t k = 0; k < plain.size(); ++k) EXPECT_TRUE(torch::equal(slotted[k], plain[k])) << "gradient " << k;
     }
 }
 

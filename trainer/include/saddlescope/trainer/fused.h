@@ -9,10 +9,43 @@
 // differentiable; an HVP of a fused model is the fused forward with LibTorch's derivatives.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include <ATen/core/List.h>
 #include <torch/types.h>
 
 namespace saddlescope::trainer {
+
+// Frame t's place in one buffer that holds a sequence's frames side by side, (frames·B, …), for a
+// FrameConvolution (below): an op given a slot writes that frame's result there, so that the
+// convolution's weight gradient reads all frames as one tensor where it would otherwise concatenate
+// them (a copy of every convolution's inputs and output gradients over all frames: 715 MB at batch 16
+// in a default PredNet step; docs/benchmarks.md for its time). Copies of a slot share the buffer; the
+// first frame that asks makes it. The default slot is none: the op makes a tensor of its own.
+struct FrameSlot {
+  FrameSlot() {}  // none
+  FrameSlot(c10::List<torch::Tensor> buffer, int64_t index, int64_t frames)
+      : buffer(std::move(buffer)), index(index), frames(frames) {}
+
+  c10::List<torch::Tensor> buffer;  // empty until a frame asks, then the one buffer
+  int64_t index = 0, frames = 0;    // this frame's place in it, of `frames`; frames == 0: no slot
+
+  bool defined() const { return frames > 0; }
+  // An uninitialised tensor of `sizes` (B, …), `like`'s dtype and device and `format`, at this frame's
+  // place; a tensor of its own without a slot or if the buffer was made for other sizes or options. It
+  // shares the buffer's memory but not its version counter: autograd must not see one frame's write as
+  // an in-place change of the others.
+  torch::Tensor get(torch::IntArrayRef sizes, const torch::Tensor& like, torch::MemoryFormat format) const;
+};
+
+// The tensors as one, along dim 0 in the list's order: a view of their memory when they lie side by
+// side in it in that order (each dense, with dim 0 outermost, as frames written to FrameSlots are), else
+// torch::cat.
+torch::Tensor join_frames(const std::vector<torch::Tensor>& parts);
+// How many times join_frames has concatenated (process-wide): the test that PredNet's fused path
+// writes every frame to its slot, which a slot handing out tensors of their own would break silently.
+int64_t frames_concatenated();
 
 // The ConvLSTM cell (prednet.h) after the gate convolution.
 struct FusedCell {
@@ -22,22 +55,32 @@ struct FusedCell {
   torch::Tensor tc;   // (B, U, H, W) tanh(C): no gradient (for taps)
 };
 // pre: (B, 4U, H, W) the gates' pre-activations in the order i, f, o, g; c_prev (B, U, H, W).
+// h_slot: where R goes; pre_grad_slot: where the backward puts pre's gradient.
 // REQUIRES: float32 or float64, one device, those shapes.
-FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev);
+FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev, const FrameSlot& h_slot = {},
+                          const FrameSlot& pre_grad_slot = {});
 
 // PredNet's error units from the prediction's convolution output.
 struct FusedError {
   torch::Tensor e;     // (B, 2U, H, W) [ReLU(A − Â); ReLU(Â − A)]
   torch::Tensor ahat;  // (B, U, H, W) Â = min(ReLU(y), pixel_max)
 };
-// y, a: (B, U, H, W); pixel_max: Â's clamp, +inf for none. REQUIRES: as fused_lstm_cell.
-FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max);
+// y, a: (B, U, H, W); pixel_max: Â's clamp, +inf for none; e_slot: where E goes; y_grad_slot: where
+// the backward puts y's gradient. REQUIRES: as fused_lstm_cell.
+FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max,
+                             const FrameSlot& e_slot = {}, const FrameSlot& y_grad_slot = {});
 
 // PredNet's A_l above layer 0 from conv_a's output y: maxpool2x2(ReLU(y)) with LibTorch's semantics
 // (kernels/fused.h: the first maximum of a window wins, its gradient passes where y > 0). Exact: max
 // and ReLU round nothing, so the result and y's gradient are LibTorch's bits.
-// y: (B, U, H, W), H and W even. REQUIRES: float32 or float64.
-torch::Tensor fused_relu_pool(const torch::Tensor& y);
+// y: (B, U, H, W), H and W even; y_grad_slot: where the backward puts y's gradient.
+// REQUIRES: float32 or float64.
+torch::Tensor fused_relu_pool(const torch::Tensor& y, const FrameSlot& y_grad_slot = {});
+
+// torch::cat({e, r, above}, 1) (above optional: the top layer has none) written to `slot`, with cat's
+// gradients: PredNet's gate input, the first frame-slotted input of its gate convolution.
+torch::Tensor assemble_channels(const torch::Tensor& e, const torch::Tensor& r, const torch::Tensor& above,
+                                const FrameSlot& slot);
 
 // One Adam step (adam.h's formula) of param from its .grad, moments m and v, and float64 0-dim scalars
 // lr, beta1_power, beta2_power (already advanced to this step), all on one device. One kernel.
@@ -54,23 +97,33 @@ void fused_adam(const torch::Tensor& param, const torch::Tensor& m, const torch:
 // the convolution's reduction and rounds differently from LibTorch's frame-by-frame sum. A backward with
 // grad mode on (create_graph: the HVPs) forms every gradient per frame with LibTorch's differentiable
 // convolution backward. Without `batched` each call is torch::conv2d.
+// Frames whose inputs and output gradients were written to this convolution's slots are read in place;
+// others are concatenated. Slots lie in the order the frames' backward runs (last frame first), so the
+// weight gradient's sum runs in the order of the concatenation: the same bits either way.
 // One object per forward: it collects its frames' gradients until that forward's backward.
 class FrameConvolution {
  public:
   FrameConvolution() = default;
-  // weight (O, C, k, k), k odd; bias (O).
-  FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched);
+  // weight (O, C, k, k), k odd; bias (O); frames: how many the sequence has (for the slots).
+  FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched, int64_t frames);
   // x (B, C, H, W) -> (B, O, H, W).
   torch::Tensor operator()(const torch::Tensor& x) const;
+  // Where frame t's input and output gradient go (none without `batched`).
+  FrameSlot input_slot(int64_t t) const { return slot(inputs_, t); }
+  FrameSlot output_gradient_slot(int64_t t) const { return slot(output_gradients_, t); }
   // The weight and bias as given: their gradients are the sums over the frames.
   const torch::Tensor& weight() const { return weight_; }
   const torch::Tensor& bias() const { return bias_; }
   int64_t padding() const { return weight_.size(2) / 2; }
 
  private:
+  FrameSlot slot(const c10::List<torch::Tensor>& buffer, int64_t t) const;
+
   torch::Tensor weight_, bias_;
   torch::Tensor gathered_weight_, gathered_bias_;  // batched: what the frames see, whose backward adds
   c10::List<torch::Tensor> frames_;               // batched: each frame's input and output gradient
+  c10::List<torch::Tensor> inputs_, output_gradients_;  // batched: the slots' buffers
+  int64_t frames_in_sequence_ = 0;
 };
 
 }  // namespace saddlescope::trainer
