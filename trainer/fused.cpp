@@ -303,6 +303,8 @@ struct Assemble : public torch::autograd::Function<Assemble> {
       SADDLESCOPE_CHECK(p.dim() == 4 && p.size(0) == e.size(0) && p.size(2) == e.size(2) && p.size(3) == e.size(3));
       sizes[1] += p.size(1);
     }
+    // The slot's layout is e's, the model's. A frame in another layout gets a tensor of its own, and
+    // the weight gradient concatenates: slower, not wrong (Fused.PredNetReadsEveryFrameInPlace).
     torch::Tensor z = slot.get(sizes, e, e.suggest_memory_format());
     at::cat_out(z, parts, 1);
     ctx->saved_data["channels"] = std::vector<int64_t>{e.size(1), r.size(1), above ? above->size(1) : 0};
@@ -408,6 +410,7 @@ struct Gather : public torch::autograd::Function<Gather> {
 torch::Tensor FrameSlot::get(torch::IntArrayRef sizes, const torch::Tensor& like, torch::MemoryFormat format) const {
   const auto options = like.options().memory_format(format);
   if (!defined() || sizes.empty()) return torch::empty(sizes, options);
+  SADDLESCOPE_CHECK(index >= 0 && index < frames);  // set_ below must stay inside the buffer
   std::vector<int64_t> all = sizes.vec();
   all[0] *= frames;
   c10::List<torch::Tensor> shared = buffer;  // a handle on the same list
