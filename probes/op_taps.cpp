@@ -208,13 +208,15 @@ void OpTaps::linear(const std::string& name, const at::Tensor& x, const at::Tens
 }
 
 void OpTaps::conv2d(const std::string& name, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    const ConvOptions& options, const at::Tensor& y) {
+                    const ConvOptions& options, const at::Tensor& y, const at::Tensor& y_graph) {
   Impl& m = *impl_;
   m.tap(name, {&x, &weight, &bias, &y}, &seconds_, [&](const TapOp& op) -> Status {
     if (x.dim() != 4 || weight.dim() != 4 || y.dim() != 4)
       return Status::Error("a conv2d op takes (N, C, H, W) inputs, (O, C, kh, kw) weights and (N, O, OH, OW) outputs");
+    if (y_graph.defined() && y_graph.sizes() != y.sizes())
+      return Status::Error("a conv2d op's y_graph must have y's shape");
     auto c = m.capture<internal::ConvCapture>(op, [&] { return m.conv_capture(op, false, weight); });
-    return c->on_call(m.next_call(op), x, weight, bias, options, y, y, weight);
+    return c->on_call(m.next_call(op), x, weight, bias, options, y, y_graph.defined() ? y_graph : y, weight);
   });
 }
 

@@ -48,14 +48,15 @@ void dispatch(const torch::Tensor& t, Fn&& fn) {
 struct Layout {
   torch::MemoryFormat format = torch::MemoryFormat::Contiguous;
   int64_t outer = 0, inner = 0;
+  int64_t run = 1;  // elements of one channel in a row: P (NCHW) or 1 (NHWC)
 };
 Layout layout_of(const torch::Tensor& first, int64_t units) {
   // A one-channel tensor's strides still say which it is (LibTorch: (HW, 1, W, 1) is channels last),
   // and an op with one unit has several blocks per element (the cell's four gates, E's two halves).
   const bool nhwc = first.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
   const int64_t b = first.size(0), pixels = first.size(2) * first.size(3);
-  if (nhwc) return {torch::MemoryFormat::ChannelsLast, b * pixels, units};
-  return {torch::MemoryFormat::Contiguous, b, units * pixels};
+  if (nhwc) return {torch::MemoryFormat::ChannelsLast, b * pixels, units, 1};
+  return {torch::MemoryFormat::Contiguous, b, units * pixels, pixels};
 }
 
 // `t` in `layout`, for a read as rows: in NCHW a frame of a (B, T, U, H, W) sequence is read in place
@@ -92,16 +93,28 @@ torch::Tensor zeros_if_undefined(const torch::Tensor& g, const torch::Tensor& li
   return g.defined() ? g : torch::zeros_like(like);
 }
 
+// A convolution's bias for an op that adds it to the convolution's output y (B, C, H, W) as it reads:
+// checked, contiguous; undefined for none.
+torch::Tensor bias_for(const c10::optional<torch::Tensor>& bias, const torch::Tensor& y) {
+  if (!bias) return torch::Tensor();
+  SADDLESCOPE_CHECK(bias->dim() == 1 && bias->size(0) == y.size(1) && bias->scalar_type() == y.scalar_type() &&
+                    bias->device() == y.device());
+  return bias->contiguous();
+}
+
+
 struct Cell : public torch::autograd::Function<Cell> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& pre_in, const torch::Tensor& c_prev_in,
-                               const FrameSlot& h_slot, const FrameSlot& pre_grad_slot) {
+                               const c10::optional<torch::Tensor>& bias_in, const FrameSlot& h_slot,
+                               const FrameSlot& pre_grad_slot) {
     const int64_t units = c_prev_in.size(1);
     SADDLESCOPE_CHECK(pre_in.dim() == 4 && c_prev_in.dim() == 4 && pre_in.size(1) == 4 * units &&
                       c_prev_in.size(0) == pre_in.size(0) && c_prev_in.size(2) == pre_in.size(2) &&
                       c_prev_in.size(3) == pre_in.size(3) && pre_in.scalar_type() == c_prev_in.scalar_type() &&
                       pre_in.device() == c_prev_in.device());
     const Layout layout = layout_of(pre_in, units);
-    torch::Tensor pre = in_layout(pre_in, layout), c_prev = in_layout(c_prev_in, layout);
+    torch::Tensor pre = in_layout(pre_in, layout), c_prev = in_layout(c_prev_in, layout),
+                  bias = bias_for(bias_in, pre_in);
     torch::Tensor act = empty_in(pre.sizes(), pre, layout), c = empty_in(c_prev.sizes(), pre, layout),
                   h = empty_in(c_prev.sizes(), pre, layout, h_slot), tc = empty_in(c_prev.sizes(), pre, layout);
     dispatch(pre, [&](auto zero) {
@@ -109,7 +122,9 @@ struct Cell : public torch::autograd::Function<Cell> {
       kernels::CellArgs<T> a;
       a.batch = layout.outer;
       a.units_pixels = layout.inner;
+      a.run = layout.run;
       a.pre = ptr<T>(pre);
+      a.bias = ptr<T>(bias);
       a.c_prev = ptr<T>(c_prev);
       a.act = ptr<T>(act);
       a.c = ptr<T>(c);
@@ -119,19 +134,20 @@ struct Cell : public torch::autograd::Function<Cell> {
     });
     ctx->set_materialize_grads(false);
     ctx->mark_non_differentiable({act, tc});
-    ctx->save_for_backward({pre, c_prev, act, tc});
+    ctx->save_for_backward({pre, c_prev, act, tc, bias});
     save_slot(ctx, "dpre", pre_grad_slot);
     return {c, h, act, tc};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const torch::Tensor &pre = saved[0], &c_prev = saved[1], &act = saved[2], &tc = saved[3];
+    const torch::Tensor &pre = saved[0], &c_prev = saved[1], &act = saved[2], &tc = saved[3], &bias = saved[4];
     torch::Tensor dc = grads[0], dh = grads[1];
-    if (!dc.defined() && !dh.defined()) return variable_list(4);
+    // The bias's gradient is its convolution's to form (FrameConvolution): none here.
+    if (!dc.defined() && !dh.defined()) return variable_list(5);
     if (torch::GradMode::is_enabled()) {
-      variable_list d = differentiable(pre, c_prev, dh, dc);
-      return {d[0], d[1], torch::Tensor(), torch::Tensor()};
+      variable_list d = differentiable(plus_bias(pre, bias), c_prev, dh, dc);
+      return {d[0], d[1], torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
     const Layout layout = layout_of(pre, c_prev.size(1));  // the forward's: `pre` was saved in it
     dc = in_layout(dc, layout);
@@ -152,7 +168,7 @@ struct Cell : public torch::autograd::Function<Cell> {
       a.dc_prev = ptr<T>(dc_prev);
       launch(pre, c_prev.numel(), a, &kernels::cell_backward_cpu<T>, &kernels::cell_backward_cuda<T>);
     });
-    return {dpre, dc_prev, torch::Tensor(), torch::Tensor()};
+    return {dpre, dc_prev, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 
   // The backward in LibTorch ops from the inputs: differentiable, for double backward.
@@ -172,11 +188,12 @@ struct Cell : public torch::autograd::Function<Cell> {
 
 struct Error : public torch::autograd::Function<Error> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in, const torch::Tensor& a_in,
-                               double pixel_max, const FrameSlot& e_slot, const FrameSlot& dy_slot) {
+                               double pixel_max, const c10::optional<torch::Tensor>& bias_in, const FrameSlot& e_slot,
+                               const FrameSlot& dy_slot) {
     SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.sizes() == a_in.sizes() && y_in.scalar_type() == a_in.scalar_type() &&
                       y_in.device() == a_in.device());
     const Layout layout = layout_of(y_in, y_in.size(1));
-    torch::Tensor y = in_layout(y_in, layout);
+    torch::Tensor y = in_layout(y_in, layout), bias = bias_for(bias_in, y_in);
     auto [a, a_stride] = as_rows(a_in, layout);
     auto s = y.sizes();
     torch::Tensor e = empty_in({s[0], 2 * s[1], s[2], s[3]}, y, layout, e_slot), ahat = empty_in(s, y, layout);
@@ -185,8 +202,10 @@ struct Error : public torch::autograd::Function<Error> {
       kernels::ErrorArgs<T> args;
       args.batch = layout.outer;
       args.units_pixels = layout.inner;
+      args.run = layout.run;
       args.pixel_max = static_cast<T>(pixel_max);
       args.y = ptr<T>(y);
+      args.bias = ptr<T>(bias);
       args.a = ptr<T>(a);
       args.a_batch_stride = a_stride;
       args.e = ptr<T>(e);
@@ -196,25 +215,26 @@ struct Error : public torch::autograd::Function<Error> {
     ctx->set_materialize_grads(false);
     ctx->saved_data["pixel_max"] = pixel_max;
     save_slot(ctx, "dy", dy_slot);
-    ctx->save_for_backward({y, a});
+    ctx->save_for_backward({y, a, bias});
     return {e, ahat};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const torch::Tensor &y = saved[0], &a = saved[1];
+    const torch::Tensor &y = saved[0], &a = saved[1], &bias = saved[2];
     const double pixel_max = ctx->saved_data["pixel_max"].toDouble();
     torch::Tensor de = grads[0], dahat = grads[1];
-    if (!de.defined() && !dahat.defined()) return variable_list(5);
+    if (!de.defined() && !dahat.defined()) return variable_list(6);
     const Layout layout = layout_of(y, y.size(1));
     de = de.defined() ? in_layout(de, layout) : torch::zeros({y.size(0), 2 * y.size(1), y.size(2), y.size(3)}, y.options());
     if (torch::GradMode::is_enabled()) {  // differentiable in de and dahat; the masks are constants
-      auto relu_y = torch::relu(y), d = a - relu_y.clamp_max(pixel_max);
+      auto relu_y = torch::relu(plus_bias(y, bias)), d = a - relu_y.clamp_max(pixel_max);
       const int64_t u = y.size(1);
       auto dd = de.narrow(1, 0, u) * (d > 0) - de.narrow(1, u, u) * (d < 0);
       auto pass = torch::logical_and(relu_y > 0, relu_y <= pixel_max);
       auto dy = (zeros_if_undefined(dahat, y) - dd) * pass;
-      return {dy, ctx->needs_input_grad(1) ? dd : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+      return {dy, ctx->needs_input_grad(1) ? dd : torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+              torch::Tensor()};
     }
     dahat = in_layout(dahat, layout);
     auto [rows, a_stride] = as_rows(a, layout);
@@ -225,8 +245,10 @@ struct Error : public torch::autograd::Function<Error> {
       kernels::ErrorArgs<T> args;
       args.batch = layout.outer;
       args.units_pixels = layout.inner;
+      args.run = layout.run;
       args.pixel_max = static_cast<T>(pixel_max);
       args.y = ptr<T>(y);
+      args.bias = ptr<T>(bias);
       args.a = ptr<T>(rows);
       args.a_batch_stride = a_stride;
       args.de = ptr<T>(de);
@@ -235,43 +257,44 @@ struct Error : public torch::autograd::Function<Error> {
       args.da = ptr<T>(da);
       launch(y, y.numel(), args, &kernels::error_backward_cpu<T>, &kernels::error_backward_cuda<T>);
     });
-    return {dy, da, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dy, da, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 struct Pool : public torch::autograd::Function<Pool> {
-  static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in, const FrameSlot& dy_slot) {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& y_in,
+                               const c10::optional<torch::Tensor>& bias_in, const FrameSlot& dy_slot) {
     SADDLESCOPE_CHECK(y_in.dim() == 4 && y_in.size(2) % 2 == 0 && y_in.size(3) % 2 == 0);
     const Layout layout = layout_of(y_in, y_in.size(1));
-    torch::Tensor y = in_layout(y_in, layout);
+    torch::Tensor y = in_layout(y_in, layout), bias = bias_for(bias_in, y_in);
     torch::Tensor out = empty_in({y.size(0), y.size(1), y.size(2) / 2, y.size(3) / 2}, y, layout);
-    run(y, layout, out, torch::Tensor(), torch::Tensor());
+    run(y, bias, layout, out, torch::Tensor(), torch::Tensor());
     ctx->set_materialize_grads(false);
     save_slot(ctx, "dy", dy_slot);
-    ctx->save_for_backward({y});
+    ctx->save_for_backward({y, bias});
     return {out};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const torch::Tensor y = ctx->get_saved_variables()[0];
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &y = saved[0], &bias = saved[1];
     const torch::Tensor& dout = grads[0];
-    if (!dout.defined()) return variable_list(2);
+    if (!dout.defined()) return variable_list(3);
     if (torch::GradMode::is_enabled()) {  // differentiable in dout; which input won is a constant
-      auto r = torch::relu(y.detach());
+      auto yb = plus_bias(y, bias).detach(), r = torch::relu(yb);
       auto winners = std::get<1>(at::max_pool2d_with_indices(r, {2, 2}, {2, 2}));
-      return {at::max_pool2d_with_indices_backward(dout, r, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, winners) *
-                  (y.detach() > 0),
-              torch::Tensor()};
+      return {at::max_pool2d_with_indices_backward(dout, r, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, winners) * (yb > 0),
+              torch::Tensor(), torch::Tensor()};
     }
     const Layout layout = layout_of(y, y.size(1));  // the forward's: `y` was saved in it
     torch::Tensor dy = empty_in(y.sizes(), y, layout, load_slot(ctx, "dy"));
-    run(y, layout, torch::Tensor(), in_layout(dout, layout), dy);
-    return {dy, torch::Tensor()};
+    run(y, bias, layout, torch::Tensor(), in_layout(dout, layout), dy);
+    return {dy, torch::Tensor(), torch::Tensor()};
   }
 
   // The forward (out given) or the backward (dout, dy given) over out's elements.
-  static void run(const torch::Tensor& y, const Layout& layout, const torch::Tensor& out, const torch::Tensor& dout,
-                  const torch::Tensor& dy) {
+  static void run(const torch::Tensor& y, const torch::Tensor& bias, const Layout& layout, const torch::Tensor& out,
+                  const torch::Tensor& dout, const torch::Tensor& dy) {
     dispatch(y, [&](auto zero) {
       using T = decltype(zero);
       kernels::PoolArgs<T> a;
@@ -281,6 +304,7 @@ struct Pool : public torch::autograd::Function<Pool> {
       a.out_width = y.size(3) / 2;
       a.nhwc = layout.format == torch::MemoryFormat::ChannelsLast;
       a.y = ptr<T>(y);
+      a.bias = ptr<T>(bias);
       a.out = ptr<T>(out);
       a.dout = ptr<T>(dout);
       a.dy = ptr<T>(dy);
@@ -345,12 +369,14 @@ torch::Tensor channel_sums(const torch::Tensor& dy) {
 
 // One frame's convolution of a FrameConvolution: its backward forms the input's gradient and leaves
 // (input, output gradient) in `frames` for Gather, which forms the weights' over all frames at once.
+// Without `add_bias` the output lacks b, which the op that reads it adds; b's gradient is this node's
+// (or Gather's) all the same.
 struct FrameConv : public torch::autograd::Function<FrameConv> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const torch::Tensor& b, c10::List<torch::Tensor> frames) {
+                               const torch::Tensor& b, c10::List<torch::Tensor> frames, bool add_bias) {
     ctx->saved_data["frames"] = frames;
     ctx->save_for_backward({x, w});
-    return {convolve(x, w, b)};
+    return {convolve(x, w, add_bias ? b : torch::Tensor())};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -359,7 +385,7 @@ struct FrameConv : public torch::autograd::Function<FrameConv> {
     if (torch::GradMode::is_enabled()) {  // create_graph: per frame, differentiable
       auto [dx, dw, db] = convolve_backward(dy, x, w, {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                                                        ctx->needs_input_grad(2)});
-      return {dx, dw, db, torch::Tensor()};
+      return {dx, dw, db, torch::Tensor(), torch::Tensor()};
     }
     torch::Tensor dx;
     if (ctx->needs_input_grad(0)) dx = std::get<0>(convolve_backward(dy, x, w, {true, false, false}));
@@ -369,7 +395,7 @@ struct FrameConv : public torch::autograd::Function<FrameConv> {
       frames.push_back(x.detach());
       frames.push_back(dy);
     }
-    return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -460,9 +486,16 @@ FrameConvolution::FrameConvolution(const torch::Tensor& weight, const torch::Ten
   gathered_bias_ = seen[1];
 }
 
-torch::Tensor FrameConvolution::operator()(const torch::Tensor& x) const {
-  if (!gathered_weight_.defined()) return torch::conv2d(x, weight_, bias_, 1, padding());
-  return FrameConv::apply(x, gathered_weight_, gathered_bias_, frames_)[0];
+torch::Tensor FrameConvolution::operator()(const torch::Tensor& x) const { return convolve(x, true); }
+
+torch::Tensor FrameConvolution::without_bias(const torch::Tensor& x) const {
+  SADDLESCOPE_CHECK(gathered_weight_.defined());  // unbatched, the bias would get no gradient
+  return convolve(x, false);
+}
+
+torch::Tensor FrameConvolution::convolve(const torch::Tensor& x, bool add_bias) const {
+  if (!gathered_weight_.defined()) return torch::conv2d(x, weight_, add_bias ? bias_ : torch::Tensor(), 1, padding());
+  return FrameConv::apply(x, gathered_weight_, gathered_bias_, frames_, add_bias)[0];
 }
 
 FrameSlot FrameConvolution::slot(const c10::List<torch::Tensor>& buffer, int64_t t) const {
@@ -471,25 +504,35 @@ FrameSlot FrameConvolution::slot(const c10::List<torch::Tensor>& buffer, int64_t
   return {buffer, frames_in_sequence_ - 1 - t, frames_in_sequence_};  // backward order: last frame first
 }
 
-FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev, const FrameSlot& h_slot,
-                          const FrameSlot& pre_grad_slot) {
-  variable_list out = Cell::apply(pre, c_prev, h_slot, pre_grad_slot);
+torch::Tensor plus_bias(const torch::Tensor& y, const torch::Tensor& bias) {
+  return bias.defined() ? y + bias.view({1, -1, 1, 1}) : y;
+}
+
+namespace {
+c10::optional<torch::Tensor> optional(const torch::Tensor& t) {
+  return t.defined() ? c10::optional<torch::Tensor>(t) : c10::nullopt;
+}
+}  // namespace
+
+FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev, const torch::Tensor& bias,
+                          const FrameSlot& h_slot, const FrameSlot& pre_grad_slot) {
+  variable_list out = Cell::apply(pre, c_prev, optional(bias), h_slot, pre_grad_slot);
   return {out[0], out[1], out[2], out[3]};
 }
 
 FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max,
-                             const FrameSlot& e_slot, const FrameSlot& y_grad_slot) {
-  variable_list out = Error::apply(y, a, pixel_max, e_slot, y_grad_slot);
+                             const torch::Tensor& bias, const FrameSlot& e_slot, const FrameSlot& y_grad_slot) {
+  variable_list out = Error::apply(y, a, pixel_max, optional(bias), e_slot, y_grad_slot);
   return {out[0], out[1]};
 }
 
-torch::Tensor fused_relu_pool(const torch::Tensor& y, const FrameSlot& y_grad_slot) {
-  return Pool::apply(y, y_grad_slot)[0];
+torch::Tensor fused_relu_pool(const torch::Tensor& y, const torch::Tensor& bias, const FrameSlot& y_grad_slot) {
+  return Pool::apply(y, optional(bias), y_grad_slot)[0];
 }
 
 torch::Tensor assemble_channels(const torch::Tensor& e, const torch::Tensor& r, const torch::Tensor& above,
                                 const FrameSlot& slot) {
-  return Assemble::apply(e, r, above.defined() ? c10::optional<torch::Tensor>(above) : c10::nullopt, slot)[0];
+  return Assemble::apply(e, r, optional(above), slot)[0];
 }
 
 void fused_adam(const torch::Tensor& param, const torch::Tensor& m, const torch::Tensor& v, const torch::Tensor& lr,

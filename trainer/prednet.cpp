@@ -145,9 +145,16 @@ void PredNetImpl::tap(const char* what, int64_t l, int64_t t, const torch::Tenso
 }
 
 torch::Tensor PredNetImpl::conv(const FrameConvolution& c, const torch::Tensor& in, int64_t l, const char* what) const {
-  torch::Tensor y = c(in);
-  if (op_taps_ && op_taps_->armed())
-    op_taps_->conv2d("l" + std::to_string(l) + "." + what, in, c.weight(), c.bias(), {1, c.padding(), 1}, y);
+  torch::Tensor y = options_.fused ? c.without_bias(in) : c(in);
+  if (op_taps_ && op_taps_->armed()) {
+    // The tap sees the convolution with its bias on either path: fused, the output plus the bias (the
+    // sum the fused op forms as it reads), whose gradient arrives at y.
+    const std::string name = "l" + std::to_string(l) + "." + what;
+    if (options_.fused)
+      op_taps_->conv2d(name, in, c.weight(), c.bias(), {1, c.padding(), 1}, plus_bias(y.detach(), c.bias().detach()), y);
+    else
+      op_taps_->conv2d(name, in, c.weight(), c.bias(), {1, c.padding(), 1}, y);
+  }
   return y;
 }
 
@@ -266,13 +273,15 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
       const bool armed = op_taps_ && op_taps_->armed();
       torch::Tensor i, f, o, g;
       if (options_.fused) {
-        FusedCell next = fused_lstm_cell(gates, cell[l], ahat_conv[l].input_slot(t), gate_conv[l].output_gradient_slot(t));
+        FusedCell next = fused_lstm_cell(gates, cell[l], gate_conv[l].bias_seen(), ahat_conv[l].input_slot(t),
+                                         gate_conv[l].output_gradient_slot(t));
         i = next.act.narrow(1, 0, units), f = next.act.narrow(1, units, units);
         o = next.act.narrow(1, 2 * units, units), g = next.act.narrow(1, 3 * units, units);
         if (armed) {  // the fused cell's activations against the same exact references
-          tap_elementwise(l, "lstm.ifo.sigmoid", gates.narrow(1, 0, 3 * units).contiguous(),
+          const torch::Tensor pre = plus_bias(gates.detach(), gate_conv[l].bias().detach());  // what the cell read
+          tap_elementwise(l, "lstm.ifo.sigmoid", pre.narrow(1, 0, 3 * units).contiguous(),
                           next.act.narrow(1, 0, 3 * units).contiguous());
-          tap_elementwise(l, "lstm.c.tanh", gates.narrow(1, 3 * units, units).contiguous(), g.contiguous());
+          tap_elementwise(l, "lstm.c.tanh", pre.narrow(1, 3 * units, units).contiguous(), g.contiguous());
           tap_elementwise(l, "cell.tanh", next.c.contiguous(), next.tc.contiguous());
         }
         cell[l] = next.c;
@@ -305,13 +314,13 @@ PredNetOutput PredNetImpl::forward(const torch::Tensor& x) {
         a = targets[t];
       } else {
         torch::Tensor y_a = conv(a_conv[l], e[l - 1], l, "conv_a");
-        a = options_.fused ? fused_relu_pool(y_a, a_conv[l].output_gradient_slot(t))
+        a = options_.fused ? fused_relu_pool(y_a, a_conv[l].bias_seen(), a_conv[l].output_gradient_slot(t))
                            : torch::max_pool2d(activate(Activation::kRelu, y_a, l, "conv_a.relu"), {2, 2});
       }
       if (options_.fused) {
         // E_l goes where the layer above's conv_a reads it; y's gradient where conv_ahat's weights do.
         FusedError err = fused_error_units(y, a, l == 0 ? options_.pixel_max : std::numeric_limits<double>::infinity(),
-                                           l + 1 < n ? a_conv[l + 1].input_slot(t) : FrameSlot{},
+                                           ahat_conv[l].bias_seen(), l + 1 < n ? a_conv[l + 1].input_slot(t) : FrameSlot{},
                                            ahat_conv[l].output_gradient_slot(t));
         e[l] = err.e;
         ahat = err.ahat;

@@ -134,6 +134,56 @@ TEST(Fused, ChannelsLastGivesTheBitsOfContiguous) {
   for (size_t k = 0; k < ea.size(); ++k) EXPECT_TRUE(torch::equal(ea[k], eb[k])) << k;
 }
 
+// A fused op given its convolution's bias adds it as it reads, in one rounding, as LibTorch adds it after
+// the convolution: the cell, the error units and the pool give the bits of the same op on y + bias, forward
+// and backward, in both layouts and on every device.
+TEST(Fused, BiasAddedAsReadGivesTheBitsOfAddingItFirst) {
+  for (torch::Device device : devices())
+    for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32})
+      for (auto format : {torch::MemoryFormat::Contiguous, torch::MemoryFormat::ChannelsLast}) {
+        SCOPED_TRACE(device.str() + (dtype == torch::kFloat64 ? " float64" : " float32") +
+                     (format == torch::MemoryFormat::Contiguous ? " NCHW" : " NHWC"));
+        auto in = [&](std::vector<int64_t> shape, double lo, double hi, uint64_t seed) {
+          return uniform(shape, lo, hi, seed, dtype, device).contiguous(format);
+        };
+        const int64_t u = 3;
+        // The cell: pre (2, 4U, 4, 6) and its bias.
+        auto pre = in({2, 4 * u, 4, 6}, -3, 3, 1), c_prev = in({2, u, 4, 6}, -2, 2, 2), dh = in({2, u, 4, 6}, -1, 1, 3);
+        auto gate_bias = uniform({4 * u}, -1, 1, 4, dtype, device);
+        auto cell = [&](bool as_read) {
+          auto p = pre.clone().requires_grad_(), c = c_prev.clone().requires_grad_();
+          FusedCell out = as_read ? fused_lstm_cell(p, c, gate_bias) : fused_lstm_cell(plus_bias(p, gate_bias), c);
+          auto g = torch::autograd::grad({out.h}, {p, c}, {dh});
+          return std::vector<torch::Tensor>{out.c, out.h, out.act, g[0], g[1]};
+        };
+        auto a = cell(true), b = cell(false);
+        for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(torch::equal(a[k], b[k])) << "cell " << k;
+
+        // The error units: y around the ReLU's and the clamp's edges once the bias is added.
+        auto y = in({2, u, 4, 6}, -1.5, 2.5, 5), target = in({2, u, 4, 6}, 0, 1, 6), de = in({2, 2 * u, 4, 6}, -1, 1, 7);
+        auto bias = uniform({u}, -0.5, 0.5, 8, dtype, device);
+        auto error = [&](bool as_read) {
+          auto yy = y.clone().requires_grad_(), tt = target.clone().requires_grad_();
+          FusedError out = as_read ? fused_error_units(yy, tt, 1.0, bias) : fused_error_units(plus_bias(yy, bias), tt, 1.0);
+          auto g = torch::autograd::grad({out.e}, {yy, tt}, {de});
+          return std::vector<torch::Tensor>{out.e, out.ahat, g[0], g[1]};
+        };
+        auto ea = error(true), eb = error(false);
+        for (size_t k = 0; k < ea.size(); ++k) EXPECT_TRUE(torch::equal(ea[k], eb[k])) << "error units " << k;
+
+        // ReLU with the max-pool.
+        auto dout = in({2, u, 2, 3}, -1, 1, 9);
+        auto pool = [&](bool as_read) {
+          auto yy = y.clone().requires_grad_();
+          auto out = as_read ? fused_relu_pool(yy, bias) : fused_relu_pool(plus_bias(yy, bias));
+          auto g = torch::autograd::grad({out}, {yy}, {dout});
+          return std::vector<torch::Tensor>{out, g[0]};
+        };
+        auto pa = pool(true), pb = pool(false);
+        for (size_t k = 0; k < pa.size(); ++k) EXPECT_TRUE(torch::equal(pa[k], pb[k])) << "pool " << k;
+      }
+}
+
 // LibTorch's TF32 switches off for a scope, restored after.
 struct TF32Off {
   bool cudnn = at::globalContext().allowTF32CuDNN(), matmul = at::globalContext().allowTF32CuBLAS();
@@ -360,7 +410,7 @@ TEST(Fused, FrameSlotsGiveTheBitsOfConcatenatedFrames) {
         for (int64_t t = 0; t < frames; ++t) {
           torch::Tensor z = assemble_channels(e[t], h, t % 2 ? above[t] : torch::zeros_like(above[t]),
                                               slots ? conv.input_slot(t) : FrameSlot{});
-          FusedCell next = fused_lstm_cell(conv(z), c, {}, slots ? conv.output_gradient_slot(t) : FrameSlot{});
+          FusedCell next = fused_lstm_cell(conv(z), c, {}, {}, slots ? conv.output_gradient_slot(t) : FrameSlot{});
           c = next.c;
           h = next.h;
           loss = loss + (h * h).sum();

@@ -9,6 +9,9 @@
 //   cell:   pre (rows, 4, ·) the gate convolution's output in gate order i, f, o, g; c_prev, c, h,
 //           tc = tanh(c) (rows, ·); act (rows, 4, ·): σ(zi), σ(zf), σ(zo), tanh(zg)
 //   error:  y, a, ahat (rows, ·); e (rows, 2, ·) = [ReLU(A − Â); ReLU(Â − A)]
+// A convolution's output (the cell's pre, the error units' y, the pool's y) may come without its bias,
+// which the op then adds as it reads each element, rounded as LibTorch adds it after cuDNN's
+// convolution: the same bits, without LibTorch's separate add kernel (docs/benchmarks.md).
 //
 // Every function takes the element range [begin, end) of its op (cell and error: of rows × length; pool:
 // of out; adam: of n)
@@ -23,7 +26,9 @@ namespace saddlescope::kernels {
 template <typename T>
 struct CellArgs {
   int64_t batch = 0, units_pixels = 0;  // rows and their length: B and U·P (NCHW), or B·P and U (NHWC)
+  int64_t run = 1;                      // elements of one channel in a row: P (NCHW) or 1 (NHWC)
   const T* pre = nullptr;
+  const T* bias = nullptr;  // forward: the gate convolution's bias (4U), added to pre; nullptr: none
   const T* c_prev = nullptr;
   // forward: written
   T* act = nullptr;
@@ -40,8 +45,10 @@ struct CellArgs {
 template <typename T>
 struct ErrorArgs {
   int64_t batch = 0, units_pixels = 0;  // rows and their length, as CellArgs
+  int64_t run = 1;                      // as CellArgs
   T pixel_max = 0;                      // Â's clamp; +inf for none
   const T* y = nullptr;
+  const T* bias = nullptr;  // Â's convolution's bias (U), added to y (forward and backward); nullptr: none
   const T* a = nullptr;
   int64_t a_batch_stride = 0;  // elements between a's rows (>= their length: a frame of a
                                // (B, T, U, H, W) sequence is read in place)
@@ -65,6 +72,7 @@ struct PoolArgs {
   int64_t batch = 0, units = 0, out_height = 0, out_width = 0;
   bool nhwc = false;
   const T* y = nullptr;
+  const T* bias = nullptr;  // conv_a's bias (U), added to y (forward and backward); nullptr: none
   T* out = nullptr;         // forward: written
   const T* dout = nullptr;  // backward: out's gradient, in out's layout
   T* dy = nullptr;          // backward: written

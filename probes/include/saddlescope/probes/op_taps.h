@@ -80,9 +80,11 @@ class OpTaps {
   // x (N, in), weight (out, in), bias (out) or undefined, y (N, out) = x weightᵀ + bias.
   void linear(const std::string& name, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
               const at::Tensor& y);
-  // x (N, C, H, W), weight (O, C, kh, kw), bias (O) or undefined, y (N, O, OH, OW).
+  // x (N, C, H, W), weight (O, C, kh, kw), bias (O) or undefined, y (N, O, OH, OW). y_graph: where y's
+  // gradient arrives (the weight-gradient phase hooks it), when y is a copy outside the graph — the
+  // fused PredNet's convolutions run without their bias and y is their output plus it; default y.
   void conv2d(const std::string& name, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-              const ConvOptions& options, const at::Tensor& y);
+              const ConvOptions& options, const at::Tensor& y, const at::Tensor& y_graph = {});
   // y = f(x) elementwise, f the op's kernel (sigmoid, tanh, relu); any equal shapes.
   void elementwise(const std::string& name, const at::Tensor& x, const at::Tensor& y);
   // loss = mean((prediction - target)^2), a scalar.

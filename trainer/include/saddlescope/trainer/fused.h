@@ -54,28 +54,37 @@ struct FusedCell {
   torch::Tensor act;  // (B, 4U, H, W) σ(zi), σ(zf), σ(zo), tanh(zg): no gradient (for taps and observers)
   torch::Tensor tc;   // (B, U, H, W) tanh(C): no gradient (for taps)
 };
-// pre: (B, 4U, H, W) the gates' pre-activations in the order i, f, o, g; c_prev (B, U, H, W).
-// h_slot: where R goes; pre_grad_slot: where the backward puts pre's gradient.
+// pre: (B, 4U, H, W) the gates' pre-activations in the order i, f, o, g, or without the gate
+// convolution's bias (4U), which the cell then adds (FrameConvolution::without_bias); c_prev (B, U, H, W).
+// h_slot: where R goes; pre_grad_slot: where the backward puts pre's gradient. The bias gets no
+// gradient here: its convolution forms it.
 // REQUIRES: float32 or float64, one device, those shapes.
-FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev, const FrameSlot& h_slot = {},
-                          const FrameSlot& pre_grad_slot = {});
+FusedCell fused_lstm_cell(const torch::Tensor& pre, const torch::Tensor& c_prev, const torch::Tensor& bias = {},
+                          const FrameSlot& h_slot = {}, const FrameSlot& pre_grad_slot = {});
 
 // PredNet's error units from the prediction's convolution output.
 struct FusedError {
   torch::Tensor e;     // (B, 2U, H, W) [ReLU(A − Â); ReLU(Â − A)]
   torch::Tensor ahat;  // (B, U, H, W) Â = min(ReLU(y), pixel_max)
 };
-// y, a: (B, U, H, W); pixel_max: Â's clamp, +inf for none; e_slot: where E goes; y_grad_slot: where
-// the backward puts y's gradient. REQUIRES: as fused_lstm_cell.
+// y, a: (B, U, H, W); pixel_max: Â's clamp, +inf for none; bias (U): Â's convolution's, if y lacks it
+// (as fused_lstm_cell's); e_slot: where E goes; y_grad_slot: where the backward puts y's gradient.
+// REQUIRES: as fused_lstm_cell.
 FusedError fused_error_units(const torch::Tensor& y, const torch::Tensor& a, double pixel_max,
-                             const FrameSlot& e_slot = {}, const FrameSlot& y_grad_slot = {});
+                             const torch::Tensor& bias = {}, const FrameSlot& e_slot = {},
+                             const FrameSlot& y_grad_slot = {});
 
 // PredNet's A_l above layer 0 from conv_a's output y: maxpool2x2(ReLU(y)) with LibTorch's semantics
 // (kernels/fused.h: the first maximum of a window wins, its gradient passes where y > 0). Exact: max
 // and ReLU round nothing, so the result and y's gradient are LibTorch's bits.
-// y: (B, U, H, W), H and W even; y_grad_slot: where the backward puts y's gradient.
-// REQUIRES: float32 or float64.
-torch::Tensor fused_relu_pool(const torch::Tensor& y, const FrameSlot& y_grad_slot = {});
+// y: (B, U, H, W), H and W even; bias (U): conv_a's, if y lacks it (as fused_lstm_cell's);
+// y_grad_slot: where the backward puts y's gradient. REQUIRES: float32 or float64.
+torch::Tensor fused_relu_pool(const torch::Tensor& y, const torch::Tensor& bias = {},
+                              const FrameSlot& y_grad_slot = {});
+
+// y (B, C, H, W) + bias (C) over the channels in LibTorch ops: the sum a fused op forms as it reads a
+// convolution's output made without_bias (FrameConvolution), the same bits; y itself without a bias.
+torch::Tensor plus_bias(const torch::Tensor& y, const torch::Tensor& bias);
 
 // torch::cat({e, r, above}, 1) (above optional: the top layer has none) written to `slot`, with cat's
 // gradients: PredNet's gate input, the first frame-slotted input of its gate convolution.
@@ -108,6 +117,12 @@ class FrameConvolution {
   FrameConvolution(const torch::Tensor& weight, const torch::Tensor& bias, bool batched, int64_t frames);
   // x (B, C, H, W) -> (B, O, H, W).
   torch::Tensor operator()(const torch::Tensor& x) const;
+  // The same without the bias, for a fused op that adds bias_seen() as it reads the output: one kernel
+  // fewer per frame (LibTorch adds a cuDNN convolution's bias in a kernel of its own), the same bits.
+  // The bias's gradient is formed here as with operator(). REQUIRES: `batched`.
+  torch::Tensor without_bias(const torch::Tensor& x) const;
+  // The bias as the frames see it: the tensor to give that op. REQUIRES: `batched`.
+  const torch::Tensor& bias_seen() const { return gathered_bias_; }
   // Where frame t's input and output gradient go (none without `batched`).
   FrameSlot input_slot(int64_t t) const { return slot(inputs_, t); }
   FrameSlot output_gradient_slot(int64_t t) const { return slot(output_gradients_, t); }
@@ -118,6 +133,7 @@ class FrameConvolution {
 
  private:
   FrameSlot slot(const c10::List<torch::Tensor>& buffer, int64_t t) const;
+  torch::Tensor convolve(const torch::Tensor& x, bool add_bias) const;
 
   torch::Tensor weight_, bias_;
   torch::Tensor gathered_weight_, gathered_bias_;  // batched: what the frames see, whose backward adds

@@ -129,7 +129,8 @@ class PredNetImpl : public torch::nn::Module {
   // Views of every weight that reads R_l, each with R_l's channels on dim 1 (unit_layers).
   std::vector<torch::Tensor> readers_of_r(int64_t l) const;
   void tap(const char* what, int64_t l, int64_t t, const torch::Tensor& v) const;
-  // c(in), through the op tap l<l>.<what> when taps are armed.
+  // c(in), through the op tap l<l>.<what> when taps are armed. Fused: without the bias, which the fused
+  // op that reads the output adds (FrameConvolution::without_bias).
   torch::Tensor conv(const FrameConvolution& c, const torch::Tensor& in, int64_t l, const char* what) const;
   // f(in), through the op tap l<l>.<what> when taps are armed.
   enum class Activation { kSigmoid, kTanh, kRelu };
