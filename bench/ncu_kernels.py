@@ -23,7 +23,7 @@ KINDS = [
     ("max_pool forward and backward", lambda n: "max_pool" in n or "maxpool" in n.lower()),
     ("reductions (bias gradients, E's means)", lambda n: "reduce_kernel" in n),
     ("bias gradients as cuBLAS matrix-vector products", lambda n: "Gemv" in n or "gemv" in n or "dot_kernel" in n),
-    ("add (forward: convolution biases; backward: gradients summed by autograd)", lambda n: "Functor_add" in n or "AddFunctor" in n),
+    ("add (gradients summed by autograd; on the LibTorch path also the convolution biases)", lambda n: "Functor_add" in n or "AddFunctor" in n),
     ("cat (the gate convolution's input)", lambda n: "CatArray" in n),
     ("upsampling forward and backward", lambda n: "upsample" in n),
     ("copies (layout, contiguous)", lambda n: "copy_kernel" in n),
