@@ -102,7 +102,6 @@ torch::Tensor bias_for(const c10::optional<torch::Tensor>& bias, const torch::Te
   return bias->contiguous();
 }
 
-
 struct Cell : public torch::autograd::Function<Cell> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& pre_in, const torch::Tensor& c_prev_in,
                                const c10::optional<torch::Tensor>& bias_in, const FrameSlot& h_slot,
