@@ -27,6 +27,7 @@
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/step.h"
 #include "saddlescope/trainer/train.h"
+#include "prednet_setup.h"
 #include "timing.h"
 
 using namespace saddlescope;
@@ -99,42 +100,38 @@ int main(int argc, char** argv) {
     return fail("the last argument must be trainer, got '" + extra + "'");
   if (mode != "eager" && mode != "graph") return fail("MODE must be eager or graph, got '" + mode + "'");
 
-  trainer::ConfigBuilder b;
   std::vector<std::pair<std::string, std::string>> flags = {
       {"model", "prednet"}, {"data", "moving-mnist"}, {"device", device_name}, {"batch_size", batch},
       {"threads", threads}, {"steps", std::to_string(steps)}, {"eval_sequences", "8"}, {"seed", "1"},
       {"out", "/tmp/bench-prednet"}, {"kernels", fused ? "fused" : "libtorch"}};
   if (device_name != "cpu") flags.emplace_back("cuda_graph", mode == "graph" ? "true" : "false");
   else if (mode == "graph") return fail("graph mode needs a CUDA device");
-  for (const auto& [k, v] : flags)
-    if (Status s = b.set_flag(k, v); !s.ok()) return fail(s.message());
-  auto cfg = b.resolve();
-  if (!cfg) return fail(cfg.status().message());
-  if (auto a = trainer::apply_execution(cfg->execution); !a) return fail(a.status().message());
-  auto data = trainer::load_dataset(*cfg);
-  if (!data) return fail(data.status().message());
+  auto setup = bench::prednet_setup(flags);
+  if (!setup) return fail(setup.status().message());
+  const trainer::RunConfig& cfg = setup->cfg;
+  const trainer::Dataset& data = setup->data;
   torch::Device device(device_name);
   if (extra == "trainer-only") {  // the child of trainer_ms_alone
-    auto ms = trainer_ms(*cfg);
+    auto ms = trainer_ms(cfg);
     if (!ms) return fail(ms.status().message());
     std::printf("%.6f\n", *ms);
     return 0;
   }
 
   // The bare step: the trainer's TrainStep on batches generated beforehand.
-  auto model = trainer::make_model(*cfg, *data);
+  auto model = trainer::make_model(cfg, data);
   if (!model) return fail(model.status().message());
   auto gen = at::detail::createCPUGenerator(1);
   if (Status s = (*model)->initialise(gen, "default"); !s.ok()) return fail(s.message());
   (*model)->module().to(device);
   std::vector<torch::Tensor> batches;
   for (int64_t i = 0; i < 8; ++i)
-    batches.push_back(trainer::frames_to_input(data->sequences->batch(i * cfg->batch_size, cfg->batch_size)).to(device));
+    batches.push_back(trainer::frames_to_input(data.sequences->batch(i * cfg.batch_size, cfg.batch_size)).to(device));
   trainer::Perturber none{trainer::Perturbation{}};
   bench::Spread bare{};
   {
     gpu::SideStream stream(device);
-    trainer::TrainStep step(**model, none, trainer::optimizer_options(*cfg), mode == "graph");
+    trainer::TrainStep step(**model, none, trainer::optimizer_options(cfg), mode == "graph");
     int64_t i = 0;
     auto run = [&](int64_t n) {
       for (int64_t s = 0; s < n; ++s, ++i) {
