@@ -22,7 +22,6 @@
 #include "saddlescope/store/csv.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
-#include "saddlescope/trainer/execution.h"
 #include "saddlescope/trainer/fingerprint.h"
 #include "saddlescope/trainer/moving_mnist.h"
 #include "saddlescope/trainer/step.h"

@@ -149,11 +149,8 @@ torch::Tensor PredNetImpl::conv(const FrameConvolution& c, const torch::Tensor& 
   if (op_taps_ && op_taps_->armed()) {
     // The tap sees the convolution with its bias on either path: fused, the output plus the bias (the
     // sum the fused op forms as it reads), whose gradient arrives at y.
-    const std::string name = "l" + std::to_string(l) + "." + what;
-    if (options_.fused)
-      op_taps_->conv2d(name, in, c.weight(), c.bias(), {1, c.padding(), 1}, plus_bias(y.detach(), c.bias().detach()), y);
-    else
-      op_taps_->conv2d(name, in, c.weight(), c.bias(), {1, c.padding(), 1}, y);
+    const torch::Tensor seen = options_.fused ? plus_bias(y.detach(), c.bias().detach()) : y;
+    op_taps_->conv2d("l" + std::to_string(l) + "." + what, in, c.weight(), c.bias(), {1, c.padding(), 1}, seen, y);
   }
   return y;
 }
