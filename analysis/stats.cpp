@@ -9,11 +9,15 @@
 #include <boost/math/distributions/normal.hpp>
 #include <fmt/format.h>
 
+#include "stats_detail.h"
+
 namespace saddlescope::analysis {
 
-namespace {
+using detail::check_sample;
+using detail::location;
+using detail::median_in_place;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+namespace detail {
 
 double median_in_place(std::vector<double>& v) {
   const size_t n = v.size(), h = n / 2;
@@ -33,6 +37,12 @@ void check_sample(const std::vector<double>& v) {
   SADDLESCOPE_CHECK(!v.empty());
   for (double x : v) SADDLESCOPE_CHECK(std::isfinite(x));
 }
+
+}  // namespace detail
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // C(n, k), or limit + 1 when it exceeds `limit`.
 int64_t binomial_capped(int64_t n, int64_t k, int64_t limit) {

@@ -184,3 +184,45 @@ if __name__ == "__main__":
     rx = [float(v) for v in (11, 14, 9, 17, 12, 15, 10, 13, 16, 18, 12.5, 14.5, 9.5, 19, 11.5)]
     ry = [float(v) for v in (10, 8, 12, 9, 7, 11, 13, 6, 10.5, 8.5, 9.25, 7.5, 12.25, 5, 14)]
     print("permutation random median m=999 seed=3: observed=%.10g b=%d p=%.10g" % perm_random(rx, ry, median, 999, 3))
+
+# ---- Paired comparisons (stats_test.cpp: Wilcoxon*, PairedPermutation*, TInterval*) ----
+def signed_ranks(d):
+    nz = sorted((abs(x), x > 0) for x in d if x != 0)
+    ranks, i = [], 0
+    while i < len(nz):
+        j = i
+        while j < len(nz) and nz[j][0] == nz[i][0]: j += 1
+        ranks += [((i + j + 1) / 2, nz[k][1]) for k in range(i, j)]
+        i = j
+    return ranks
+
+def wilcoxon_brute(d):  # exact: every sign assignment of the (untied) ranks
+    r = signed_ranks(d)
+    w = sum(k for k, pos in r if pos)
+    sums = [sum(k for k, s in zip([k for k, _ in r], signs) if s) for signs in itertools.product([0, 1], repeat=len(r))]
+    le = sum(1 for s in sums if s <= w + 1e-9) / len(sums)
+    ge = sum(1 for s in sums if s >= w - 1e-9) / len(sums)
+    return w, min(1.0, 2 * min(le, ge))
+
+def wilcoxon_normal(d):
+    r = signed_ranks(d)
+    n = len(r)
+    w = sum(k for k, pos in r if pos)
+    from collections import Counter
+    ties = sum(t ** 3 - t for t in Counter(abs(x) for x in d if x != 0).values())
+    var = n * (n + 1) * (2 * n + 1) / 24 - ties / 48
+    z = max(0.0, abs(w - n * (n + 1) / 4) - 0.5) / math.sqrt(var)
+    return w, z, 2 * (1 - NormalDist().cdf(z))
+
+def sign_flip_brute(d, stat):
+    obs = stat(d)
+    vals = [stat([x if s else -x for x, s in zip(d, signs)]) for signs in itertools.product([0, 1], repeat=len(d))]
+    return obs, sum(1 for v in vals if abs(v) >= abs(obs) - 1e-12 * max(abs(x) for x in d)) / len(vals)
+
+if __name__ == "__main__":
+    x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
+    y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
+    print("wilcoxon hollander-wolfe", wilcoxon_brute([a - b for a, b in zip(x, y)]))
+    print("wilcoxon ties normal", wilcoxon_normal([1, -1, 2, 2, 3, -3, 4, 5, 0, 6, -0.5, 7]))
+    mean = lambda v: sum(v) / len(v)
+    print("sign flip mean", sign_flip_brute([0.3, -0.1, 0.4, 0.2, 0.5, -0.2, 0.6], mean))

@@ -434,5 +434,123 @@ TEST(MannWhitneyDetectable, NoetherEffectAndTheSmallestPossibleP) {
   EXPECT_TRUE(std::isnan(four.cliffs_delta));
 }
 
+// Hollander & Wolfe (1973), p. 29: Hamilton depression scale before (x) and after (y) a tranquiliser,
+// nine patients; R's wilcox.test(x, y, paired = TRUE) gives V = 40, p = 0.03906 (stats_reference.py
+// enumerates the 2^9 signs: exactly 0.0390625).
+TEST(Wilcoxon, HollanderWolfeDepressionExample) {
+  const std::vector<double> x = {1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30};
+  const std::vector<double> y = {0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29};
+  std::vector<double> d;
+  for (size_t i = 0; i < x.size(); ++i) d.push_back(x[i] - y[i]);
+  WilcoxonResult r = wilcoxon_signed_rank(d);
+  EXPECT_TRUE(r.exact);
+  EXPECT_EQ(r.n_nonzero, 9);
+  EXPECT_DOUBLE_EQ(r.w_plus, 40);
+  EXPECT_DOUBLE_EQ(r.p_value, 0.0390625);
+  // The signs swapped give the other tail: the same p.
+  for (double& v : d) v = -v;
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank(d).w_plus, 5);
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank(d).p_value, 0.0390625);
+}
+
+TEST(Wilcoxon, TiesAndZerosUseTheNormalApproximation) {
+  // stats_reference.py: zero dropped, midranks, tie-corrected variance, continuity correction.
+  WilcoxonResult r = wilcoxon_signed_rank({1, -1, 2, 2, 3, -3, 4, 5, 0, 6, -0.5, 7});
+  EXPECT_FALSE(r.exact);
+  EXPECT_EQ(r.n_nonzero, 11);
+  EXPECT_DOUBLE_EQ(r.w_plus, 56);
+  EXPECT_NEAR(r.z, 2.0034657780668566, 1e-12);
+  EXPECT_NEAR(r.p_value, 0.0451273172726252, 1e-9);
+}
+
+TEST(Wilcoxon, EdgeCases) {
+  WilcoxonResult none = wilcoxon_signed_rank({0, 0, 0});
+  EXPECT_EQ(none.n_nonzero, 0);
+  EXPECT_EQ(none.p_value, 1);
+  // Eight pairs all on one side: the smallest p eight pairs can give, 2/2^8.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank({1, 2, 3, 4, 5, 6, 7, 8}).p_value, 2.0 / 256);
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank({5}).p_value, 1);  // one pair: both tails are 1/2
+}
+
+TEST(Wilcoxon, PairedTestSeesWhatTheUnpairedTestMisses) {
+  // Seeds spread the losses widely; the second config is 1% lower in every seed.
+  const std::vector<double> a = {0.10, 0.25, 0.41, 0.55, 0.72, 0.88, 1.03, 1.20};
+  std::vector<double> b, d;
+  for (double v : a) b.push_back(v * 0.99), d.push_back(v - v * 0.99);
+  EXPECT_GT(mann_whitney(a, b).p_value, 0.5);
+  EXPECT_LT(wilcoxon_signed_rank(d).p_value, 0.01);
+  PermutationOptions mean;
+  mean.statistic = Location::kMean;
+  EXPECT_LT(paired_permutation_test(d, mean).p_value, 0.01);
+  const Interval ci = t_interval(d);
+  EXPECT_GT(ci.lower, 0);
+}
+
+TEST(PairedPermutation, ExactSignFlipsMatchTheReference) {
+  PermutationOptions o;
+  o.statistic = Location::kMean;
+  PermutationResult r = paired_permutation_test({0.3, -0.1, 0.4, 0.2, 0.5, -0.2, 0.6}, o);
+  EXPECT_TRUE(r.exact);
+  EXPECT_EQ(r.splits, 128);
+  EXPECT_NEAR(r.observed, 0.24285714285714288, 1e-15);
+  EXPECT_DOUBLE_EQ(r.p_value, 0.109375);  // stats_reference.py: 14 of 128
+  // Random sign flips past max_exact: seeded, (b+1)/(m+1), close to the exact p.
+  o.max_exact = 10;
+  o.permutations = 20000;
+  o.seed = 7;
+  PermutationResult random = paired_permutation_test({0.3, -0.1, 0.4, 0.2, 0.5, -0.2, 0.6}, o);
+  EXPECT_FALSE(random.exact);
+  EXPECT_NEAR(random.p_value, 0.109375, 0.01);
+  EXPECT_EQ(random.as_extreme, paired_permutation_test({0.3, -0.1, 0.4, 0.2, 0.5, -0.2, 0.6}, o).as_extreme);
+}
+
+TEST(TInterval, HandDerived) {
+  // mean 3, s = √2.5, t(4, 0.975) = 2.7764451051977987: half-width 2.7764451051977987·√(2.5/5).
+  Interval r = t_interval({1, 2, 3, 4, 5});
+  EXPECT_DOUBLE_EQ(r.estimate, 3);
+  EXPECT_NEAR(r.upper - 3, 2.7764451051977987 * std::sqrt(0.5), 1e-12);
+  EXPECT_NEAR(3 - r.lower, 2.7764451051977987 * std::sqrt(0.5), 1e-12);
+  EXPECT_TRUE(std::isnan(t_interval({4}).lower));
+  Interval constant = t_interval({2, 2, 2});
+  EXPECT_EQ(constant.lower, 2);
+  EXPECT_EQ(constant.upper, 2);
+}
+
+TEST(BootstrapPaired, PercentileIntervalOfPairs) {
+  BootstrapOptions o;
+  o.resamples = 4999;
+  o.seed = 1;
+  Interval r = bootstrap_paired({1, 2, 3, 4, 100}, Location::kMedian, o);
+  EXPECT_EQ(r.estimate, 3);
+  EXPECT_GE(r.lower, 1);
+  EXPECT_LE(r.upper, 100);
+  EXPECT_LT(r.lower, r.estimate);
+  Interval same = bootstrap_paired({1, 2, 3, 4, 100}, Location::kMedian, o);
+  EXPECT_EQ(same.lower, r.lower);  // seeded
+  EXPECT_EQ(bootstrap_paired({0.5, 0.5}, Location::kMean, o).lower, 0.5);
+}
+
+TEST(DetectableBySimulation, SmallestPossiblePAndShiftsOfTheRightSize) {
+  // Eight pairs: the smallest p is 2/2^8 = 0.0078; after Holm over 12 tests (α/m = 0.0042) no shift of
+  // any size can be significant.
+  DetectableEffect holm12 = detectable_by_simulation(RankTest::kWilcoxonSignedRank, 8, 0, 0.05 / 12);
+  EXPECT_DOUBLE_EQ(holm12.min_p, 2.0 / 256);
+  EXPECT_TRUE(std::isnan(holm12.shift_sd));
+  // At α = 0.05 the signed-rank test at 8 pairs needs about 1.1–1.3 SD of the differences (the paired t
+  // test needs 1.13 at power 0.8); Mann–Whitney at 8 vs 8 about 1.4–1.7 SD (the t test needs 1.50).
+  DetectableEffect paired = detectable_by_simulation(RankTest::kWilcoxonSignedRank, 8, 0, 0.05);
+  EXPECT_GT(paired.shift_sd, 1.0);
+  EXPECT_LT(paired.shift_sd, 1.45);
+  EXPECT_TRUE(std::isnan(paired.cliffs_delta));
+  DetectableEffect unpaired = detectable_by_simulation(RankTest::kMannWhitney, 8, 8, 0.05);
+  EXPECT_DOUBLE_EQ(unpaired.min_p, 2.0 / 12870);
+  EXPECT_GT(unpaired.shift_sd, 1.35);
+  EXPECT_LT(unpaired.shift_sd, 1.8);
+  EXPECT_NEAR(unpaired.cliffs_delta, 2 * 0.5 * std::erfc(-unpaired.shift_sd / 2) - 1, 1e-12);
+  // More pairs, smaller detectable shifts; the same seed, the same answer.
+  EXPECT_LT(detectable_by_simulation(RankTest::kWilcoxonSignedRank, 30, 0, 0.05).shift_sd, paired.shift_sd);
+  EXPECT_EQ(detectable_by_simulation(RankTest::kWilcoxonSignedRank, 8, 0, 0.05).shift_sd, paired.shift_sd);
+}
+
 }  // namespace
 }  // namespace saddlescope::analysis

@@ -174,6 +174,58 @@ struct DetectableEffect {
 // REQUIRES: n1, n2 >= 1; 0 < alpha < 1; 0 < power < 1.
 DetectableEffect mann_whitney_detectable(int64_t n1, int64_t n2, double alpha = 0.05, double power = 0.8);
 
+// ---- Paired comparisons ------------------------------------------------------------------------------
+// A paired design (every config shares seeds, initial weights and data order with the baseline) is
+// compared through the per-pair differences d_i = a_i − b_i: the seed-to-seed spread that both runs of a
+// pair share cancels, which is why a paired test sees effects an unpaired one misses.
+
+struct WilcoxonResult {
+  double w_plus = NAN;    // Σ of the ranks of |d_i| over the d_i > 0 (midranks for ties)
+  int64_t n_nonzero = 0;  // pairs that differ: zeros are dropped (Wilcoxon's convention, scipy's default)
+  double p_value = NAN;   // two-sided
+  bool exact = false;     // true: the exact distribution of W+ over the 2^n signs; false: normal approximation
+  double z = NAN;         // with tie and continuity corrections; NaN when exact or nothing differs
+};
+
+// Wilcoxon signed-rank test that the differences are symmetric about 0. Exact (p = 2·min(P(W+ <= w),
+// P(W+ >= w)), at most 1) when no |d_i| are tied and n_nonzero <= exact_max; otherwise
+// z = (|w − n(n+1)/4| − ½)/σ, σ² = n(n+1)(2n+1)/24 − Σ(t³−t)/48. Nothing differs: p = 1.
+// REQUIRES: d non-empty, finite; exact_max <= 60.
+WilcoxonResult wilcoxon_signed_rank(const std::vector<double>& d, int exact_max = 50);
+
+// Sign-flip permutation test of location(d) = 0: every assignment of signs to the |d_i| when
+// 2^n <= max_exact (p = b/2^n, the observed one among them), else `permutations` random ones
+// ((b+1)/(m+1)). `observed` is location(d). REQUIRES: d non-empty, finite.
+PermutationResult paired_permutation_test(const std::vector<double>& d, const PermutationOptions& options = {});
+
+struct Interval {
+  double estimate = NAN, lower = NAN, upper = NAN;
+};
+
+// Percentile bootstrap interval of location(d), resampling the pairs (B = options.resamples; options.bca
+// is ignored). REQUIRES: d non-empty, finite; resamples >= 1; 0 < level < 1.
+Interval bootstrap_paired(const std::vector<double>& d, Location statistic, const BootstrapOptions& options = {});
+
+// Student's t interval of the mean, mean ± t_{n−1, (1+level)/2}·s/√n (exact for normal differences; the
+// bootstrap's percentile interval is too narrow at n < 10). Bounds NaN when n < 2.
+// REQUIRES: v non-empty, finite; 0 < level < 1.
+Interval t_interval(const std::vector<double>& v, double level = 0.95);
+
+enum class RankTest { kMannWhitney, kWilcoxonSignedRank };
+
+// The smallest normal shift (in standard deviations: of each sample for Mann–Whitney, of the
+// differences for the signed-rank test) that `test` detects at two-sided level alpha with probability
+// `power`, by simulation: `simulations` normal samples of sizes n1, n2 (n1 pairs for the signed-rank
+// test), common to every shift tried, and bisection on the shift to 0.01 SD. `alpha` is the level
+// the verdict applies: after Holm's correction over m tests, α/m (what the smallest p of the family
+// must reach). Sizes above 20 per sample use the normal approximation in the simulation (the exact
+// table is recomputed per call). Fields as DetectableEffect: min_p is the test's smallest possible p
+// at these sizes (2/C(n1+n2, n1), 2/2^n); shift_sd NaN when min_p > alpha or beyond 20 SD;
+// cliffs_delta = 2Φ(d/√2) − 1 for Mann–Whitney, NaN for the signed-rank test.
+// REQUIRES: n1 >= 1 (and n2 >= 1 for Mann–Whitney); 0 < alpha, power < 1; simulations >= 1.
+DetectableEffect detectable_by_simulation(RankTest test, int64_t n1, int64_t n2, double alpha, double power = 0.8,
+                                          int64_t simulations = 2000, uint64_t seed = 0);
+
 // ---- Multiple comparisons -------------------------------------------------------------------------
 
 // Holm–Bonferroni adjusted p-values, in the order given: the i-th smallest of m gets

@@ -1,0 +1,17 @@
+// Helpers the statistics' files share (stats.cpp, paired.cpp); not part of the module's interface.
+#pragma once
+
+#include <vector>
+
+#include "saddlescope/analysis/stats.h"
+
+namespace saddlescope::analysis::detail {
+
+// The median of v (the mean of the two middle values when n is even); reorders v. REQUIRES: non-empty.
+double median_in_place(std::vector<double>& v);
+// Its median or mean; reorders v. REQUIRES: non-empty.
+double location(std::vector<double>& v, Location which);
+// Checks that v is non-empty and every value finite (a broken REQUIRES aborts).
+void check_sample(const std::vector<double>& v);
+
+}  // namespace saddlescope::analysis::detail
