@@ -71,6 +71,41 @@ std::string p_text(const json& p) {
 
 std::string g(const json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : "n/a"; }
 
+std::string percent(const json& v) { return v.is_number() ? fmt::format("{:+.3g}%", 100 * v.get<double>()) : "n/a"; }
+
+// What the test the verdict applies could have seen after Holm's correction.
+std::string power_text(const json& d, bool paired) {
+  if (!d.is_object()) return "";
+  const std::string family = fmt::format("after Holm (α/m = {} over {} tests)", g(d["alpha"]), d["tests_in_family"].get<int64_t>());
+  if (!d["can_be_significant"].get<bool>())
+    return fmt::format("  power:       {} no effect of any size can be significant: the smallest p {} gives is {} (needs ≥ {} {})\n",
+                       family, paired ? "the signed-rank test" : "Mann–Whitney", g(d["min_p"]), d["n_needed"].get<int64_t>(),
+                       paired ? "pairs" : "runs per group");
+  return fmt::format("  power:       {} detects a shift of ≥ {} {} (≥ {} in loss) with probability {}\n", family,
+                     g(d["shift_sd"]), d["sd_unit"].get<std::string>(), g(d["shift"]), g(d["power"]));
+}
+
+// The final-loss lines of the verdict: the design's test, the other design's as a check, and the power.
+std::string final_loss_text(const json& f) {
+  if (!f["defined"].get<bool>())
+    return "  final loss:  no test (" + (f.contains("note") ? f["note"].get<std::string>() : std::string("no values")) + ")\n";
+  const std::string unpaired = fmt::format("median difference {} [{}, {}], Cliff's delta {} ({}), Mann–Whitney p {}",
+                                           g(f["median_difference"]), g(f["ci_low"]), g(f["ci_high"]),
+                                           g(f["cliffs_delta"]), f["magnitude"].get<std::string>(), p_text(f["mwu_p"]));
+  if (!f.contains("paired"))
+    return fmt::format("  final loss:  independent, n {} vs {}: {} (Holm {})\n", f["n_a"].get<int64_t>(),
+                       f["n_b"].get<int64_t>(), unpaired, p_text(f["p_holm"])) +
+           power_text(f["detectable"], false);
+  const json& p = f["paired"];
+  return fmt::format("  final loss:  paired, {} seeds: mean difference {} [{}, {}] (relative {} [{}, {}]), median difference {} "
+                     "[{}, {}], Wilcoxon signed-rank p {} (Holm {})\n",
+                     p["n_pairs"].get<int64_t>(), g(p["mean_difference"]), g(p["t_ci_low"]), g(p["t_ci_high"]),
+                     percent(p["relative_mean_difference"]), percent(p["relative_t_ci_low"]),
+                     percent(p["relative_t_ci_high"]), g(p["median_difference"]), g(p["ci_low"]), g(p["ci_high"]),
+                     p_text(p["p"]), p_text(f["p_holm"])) +
+         "  unpaired:    " + unpaired + " (a check, not in the Holm family)\n" + power_text(f["detectable"], true);
+}
+
 }  // namespace
 
 std::string analysis_json(const json& analysis) {
@@ -94,24 +129,34 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) 
   return {
       {"runs.csv", table(items(a["runs"]), {"run_id", "group", "seed", "status", "skipped", "optimizer", "final_loss",
                                             "eval_mse", "baseline_mse", "learns", "probe_count", "probe_interval",
-                                            "gradient_scale", "time_in_saddle", "episodes_note"})},
+                                            "gradient_scale", "time_in_saddle", "negative_probes", "significant_probes",
+                                            "flat_probes", "first_flat_step", "episodes_note"})},
       {"episodes.csv", table(episodes, {"run_id", "group", "seed", "entry_step", "entry_resolution", "exit_step",
-                                        "exit_resolution", "censored", "exit_rule", "escape_steps", "probe_steps",
+                                        "exit_resolution", "censored", "exit_rule", "kind", "symmetry_broken_step",
+                                        "escape_steps", "probe_steps", "proximity_entry",
                                         "loss_entry", "loss_exit", "grad_norm_entry", "lambda_min_entry",
                                         "lambda_max_entry", "negative_mass_entry", "lr_entry", "theory.r0", "theory.R",
                                         "theory.predicted_escape_steps"})},
       {"km.csv", table(km, {"group", "step", "at_risk", "events", "censored", "survival", "lower", "upper"})},
-      {"groups.csv", table(items(a["groups"]), {"name", "n_runs", "n_with_episode", "n_escaped", "n_censored",
+      {"groups.csv", table(items(a["groups"]), {"name", "n_runs", "probes", "probes_negative", "probes_significant",
+                                                "n_flat", "n_with_episode", "n_escaped", "n_censored",
                                                 "median_escape_steps", "median_escape_lower", "median_escape_upper",
                                                 "final_loss.median", "final_loss.q1", "final_loss.q3",
                                                 "time_in_saddle.median"})},
       {"comparisons.csv",
        table(items(a["comparisons"]),
-             {"a", "b", "escape.n_a", "escape.n_b", "logrank.chi2", "logrank.p", "logrank.p_holm", "final_loss.n_a",
-              "final_loss.n_b", "final_loss.mwu_u", "final_loss.p", "final_loss.p_method", "final_loss.p_holm",
-              "final_loss.permutation_p", "final_loss.median_difference", "final_loss.ci_low", "final_loss.ci_high",
-              "final_loss.cliffs_delta", "final_loss.magnitude", "time_in_saddle.mwu_u", "time_in_saddle.p",
-              "time_in_saddle.p_holm", "time_in_saddle.cliffs_delta", "p_holm"})},
+             {"a", "b", "design", "escape.n_a", "escape.n_b", "logrank.chi2", "logrank.p", "logrank.p_holm",
+              "final_loss.n_a", "final_loss.n_b", "final_loss.test", "final_loss.p", "final_loss.p_method",
+              "final_loss.p_holm", "final_loss.mwu_u", "final_loss.mwu_p", "final_loss.permutation_p",
+              "final_loss.median_difference", "final_loss.ci_low", "final_loss.ci_high", "final_loss.cliffs_delta",
+              "final_loss.magnitude", "final_loss.paired.n_pairs", "final_loss.paired.mean_difference",
+              "final_loss.paired.t_ci_low", "final_loss.paired.t_ci_high", "final_loss.paired.relative_mean_difference",
+              "final_loss.paired.relative_t_ci_low", "final_loss.paired.relative_t_ci_high",
+              "final_loss.paired.median_difference", "final_loss.paired.ci_low", "final_loss.paired.ci_high",
+              "final_loss.paired.wilcoxon_w_plus", "final_loss.paired.p", "final_loss.paired.permutation_p",
+              "final_loss.detectable.alpha", "final_loss.detectable.min_p", "final_loss.detectable.can_be_significant",
+              "final_loss.detectable.shift_sd", "final_loss.detectable.shift", "time_in_saddle.test",
+              "time_in_saddle.p", "time_in_saddle.p_holm", "time_in_saddle.cliffs_delta", "p_holm"})},
       {"divergence.csv", table(items(a["divergence"]), {"a", "b", "seed", "run_a", "run_b", "first_loss_step",
                                                         "first_param_step", "final_rel_l2", "growth.rate_per_step",
                                                         "growth.rate_std_error", "growth.from_step", "growth.to_step",
@@ -140,14 +185,7 @@ std::string analysis_verdict(const json& a) {
     else
       out += fmt::format("  escape:      log-rank undefined (episodes {} vs {}: no escape time with variance to test)\n",
                          c["escape"]["n_a"].get<int64_t>(), c["escape"]["n_b"].get<int64_t>());
-    const json& f = c["final_loss"];
-    if (f["defined"].get<bool>())
-      out += fmt::format("  final loss:  median difference {} [{}, {}], Cliff's delta {} ({}), p {} (Holm {}), n {} vs {}\n",
-                         g(f["median_difference"]), g(f["ci_low"]), g(f["ci_high"]), g(f["cliffs_delta"]),
-                         f["magnitude"].get<std::string>(), p_text(f["p"]), p_text(f["p_holm"]),
-                         f["n_a"].get<int64_t>(), f["n_b"].get<int64_t>());
-    else
-      out += "  final loss:  no test (a group has no completed run)\n";
+    out += final_loss_text(c["final_loss"]);
     auto it = attribution.find(c["a"].get<std::string>() + "\n" + c["b"].get<std::string>());
     if (it != attribution.end()) {
       const json& x = *it->second;

@@ -148,20 +148,22 @@ Interval t_interval(const std::vector<double>& v, double level) {
   return r;
 }
 
+double smallest_p(RankTest test, int64_t n1, int64_t n2) {
+  SADDLESCOPE_CHECK(n1 >= 1 && (test == RankTest::kWilcoxonSignedRank || n2 >= 1));
+  if (test == RankTest::kWilcoxonSignedRank) return std::min(1.0, std::ldexp(2.0, -static_cast<int>(std::min<int64_t>(n1, 1100))));
+  double inverse_choose = 1;  // 1/C(n1+n2, n1) as a running product, finite for large samples
+  const int64_t k = std::min(n1, n2), n = n1 + n2;
+  for (int64_t i = 1; i <= k; ++i) inverse_choose *= static_cast<double>(i) / static_cast<double>(n - k + i);
+  return std::min(1.0, 2 * inverse_choose);
+}
+
 DetectableEffect detectable_by_simulation(RankTest test, int64_t n1, int64_t n2, double alpha, double power,
                                           int64_t simulations, uint64_t seed) {
   const bool paired = test == RankTest::kWilcoxonSignedRank;
   SADDLESCOPE_CHECK(n1 >= 1 && (paired || n2 >= 1));
   SADDLESCOPE_CHECK(alpha > 0 && alpha < 1 && power > 0 && power < 1 && simulations >= 1);
   DetectableEffect r;
-  if (paired) {
-    r.min_p = std::min(1.0, std::ldexp(2.0, -static_cast<int>(std::min<int64_t>(n1, 1100))));
-  } else {
-    double inverse_choose = 1;  // 1/C(n1+n2, n1) as a running product
-    const int64_t k = std::min(n1, n2), n = n1 + n2;
-    for (int64_t i = 1; i <= k; ++i) inverse_choose *= static_cast<double>(i) / static_cast<double>(n - k + i);
-    r.min_p = std::min(1.0, 2 * inverse_choose);
-  }
+  r.min_p = smallest_p(test, n1, n2);
   if (r.min_p > alpha) return r;
   const int exact_max = std::max(n1, n2) <= 20 ? 20 : 0;
   const size_t a = static_cast<size_t>(n1), b = paired ? 0 : static_cast<size_t>(n2);

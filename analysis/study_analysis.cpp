@@ -19,6 +19,7 @@
 #include "saddlescope/analysis/divergence.h"
 #include "saddlescope/analysis/stats.h"
 #include "saddlescope/store/run_dir.h"
+#include "comparisons.h"
 
 namespace saddlescope::analysis {
 namespace {
@@ -41,10 +42,12 @@ struct Run {
   std::string id, path, group;
   std::string model;    // the study's model table (manifest study.model); "" outside a study
   int64_t seed = 0;
+  int64_t data_seed = 0;  // the example order's seed (the config's data_seed, = seed by default)
   std::string status;
   std::string skipped;  // why the run is left out of everything ("" when analysed)
   std::optional<store::RunDir> dir;
   std::vector<store::MetricsRow> metrics;
+  std::vector<store::SymmetryRow> symmetry;  // empty without a symmetry probe
   std::optional<RunEpisodes> episodes;
   std::string episodes_note;  // why there are no episodes (no curvature probe, unreadable curvature.csv)
   std::vector<int64_t> refined_steps;  // snapshot steps the refine pass evaluated
@@ -133,7 +136,7 @@ void refine(Run& r, std::vector<store::CurvatureRow> rows, const AnalysisOptions
     r.refine_note = "no snapshot inside an episode's windows (train with a denser snapshot_every)";
     return;
   }
-  if (auto eps = find_episodes(rows, r.metrics, o.episodes); eps.ok()) r.episodes = std::move(*eps);
+  if (auto eps = find_episodes(rows, r.metrics, o.episodes, r.symmetry); eps.ok()) r.episodes = std::move(*eps);
 }
 
 Run read_run(const std::string& study_dir, const std::string& name, const AnalysisOptions& o, const CurvatureAt& at) {
@@ -149,6 +152,7 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
   const store::RunManifest& m = dir->manifest();
   r.status = store::status_name(dir->state());
   if (m.config_value("seed").is_number_integer()) r.seed = m.config_value("seed").get<int64_t>();
+  r.data_seed = m.config_value("data_seed").is_number_integer() ? m.config_value("data_seed").get<int64_t>() : r.seed;
   if (m.config_value("optimizer").is_string()) r.optimizer = m.config_value("optimizer").get<std::string>();
   if (m.config_value("dtype").is_string()) r.dtype = m.config_value("dtype").get<std::string>();
   r.perturbation = m.config_value("perturbation");
@@ -174,11 +178,19 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
     r.eval_mse = m.evaluation->mse;
     r.baseline_mse = m.evaluation->baseline_mse;
   }
+  if (dir->has(store::kSymmetry.file)) {
+    auto symmetry = dir->symmetry();
+    if (!symmetry) {
+      r.skipped = symmetry.status().message();
+      return r;
+    }
+    r.symmetry = std::move(*symmetry);
+  }
   if (!dir->has(store::kCurvature.file)) {
     r.episodes_note = "no curvature probe: episodes need curvature.csv";
   } else if (auto curvature = dir->curvature(); !curvature) {
     r.episodes_note = curvature.status().message();
-  } else if (auto eps = find_episodes(*curvature, r.metrics, o.episodes); !eps) {
+  } else if (auto eps = find_episodes(*curvature, r.metrics, o.episodes, r.symmetry); !eps) {
     r.episodes_note = eps.status().message();
   } else {
     r.episodes = std::move(*eps);
@@ -285,12 +297,16 @@ json episode_json(const Episode& e) {
           {"lambda_min_entry", num(e.lambda_min_entry)},
           {"lambda_max_entry", num(e.lambda_max_entry)},
           {"negative_mass_entry", num(e.negative_mass_entry)},
-          {"lr_entry", num(e.lr_entry)}};
+          {"lr_entry", num(e.lr_entry)},
+          {"proximity_entry", num(e.proximity_entry)},
+          {"kind", e.kind},
+          {"identical_pairs_entry", e.identical_pairs_entry},
+          {"symmetry_broken_step", opt(e.symmetry_broken_step)}};
 }
 
 json run_json(const Run& r, const AnalysisOptions& o) {
   json j = {{"run_id", r.id},     {"path", r.path},         {"group", r.group.empty() ? json(nullptr) : json(r.group)},
-            {"seed", r.seed},     {"status", r.status},     {"skipped", r.skipped.empty() ? json(nullptr) : json(r.skipped)},
+            {"seed", r.seed},     {"data_seed", r.data_seed}, {"model", r.model}, {"status", r.status},     {"skipped", r.skipped.empty() ? json(nullptr) : json(r.skipped)},
             {"optimizer", r.optimizer}, {"final_loss", opt(r.final_loss)}, {"eval_mse", opt(r.eval_mse)},
             {"baseline_mse", opt(r.baseline_mse)}};
   j["learns"] = r.eval_mse && r.baseline_mse ? json(*r.eval_mse < *r.baseline_mse) : json(nullptr);
@@ -307,6 +323,11 @@ json run_json(const Run& r, const AnalysisOptions& o) {
   j["last_probe_step"] = e.last_probe_step;
   j["gradient_scale"] = num(e.gradient_scale);
   j["time_in_saddle"] = e.time_in_saddle;
+  j["negative_probes"] = e.negative_probes;
+  j["significant_probes"] = e.significant_probes;
+  j["flat_probes"] = e.flat_probes;
+  j["first_flat_step"] = opt(e.first_flat_step);
+  j["flat"] = e.probe_count > 0 && e.flat_probes == e.probe_count;  // dead from the first probe on
   if (o.refine) {
     j["refined_steps"] = r.refined_steps;
     j["refine_note"] = r.refine_note.empty() ? json(nullptr) : json(r.refine_note);
@@ -326,6 +347,10 @@ json run_json(const Run& r, const AnalysisOptions& o) {
   return j;
 }
 
+const char* pairing_name(AnalysisOptions::Pairing p) {
+  return p == AnalysisOptions::Pairing::kOn ? "on" : p == AnalysisOptions::Pairing::kOff ? "off" : "auto";
+}
+
 // ---- Groups ------------------------------------------------------------------------------------------
 
 struct Group {
@@ -334,6 +359,7 @@ struct Group {
   std::vector<const Run*> runs;  // analysed runs
   std::vector<Observation> escapes;  // each run's first episode
   std::vector<double> final_loss, time_in_saddle;
+  detail::GroupSample sample;    // the same, run by run, for the comparisons
 };
 
 json summary_json(std::vector<double> v) {
@@ -346,10 +372,15 @@ json summary_json(std::vector<double> v) {
 
 json group_json(const Group& g, const AnalysisOptions& o) {
   std::set<int64_t> seeds;
-  int64_t with_curvature = 0;
+  int64_t with_curvature = 0, probes = 0, negative = 0, significant = 0, flat_runs = 0;
   for (const Run* r : g.runs) {
     seeds.insert(r->seed);
     with_curvature += r->episodes.has_value();
+    if (!r->episodes) continue;
+    probes += r->episodes->probe_count;
+    negative += r->episodes->negative_probes;
+    significant += r->episodes->significant_probes;
+    flat_runs += r->episodes->probe_count > 0 && r->episodes->flat_probes == r->episodes->probe_count;
   }
   SurvivalCurve km = kaplan_meier(g.escapes, o.level);
   json steps = json::array();
@@ -360,6 +391,10 @@ json group_json(const Group& g, const AnalysisOptions& o) {
           {"n_runs", g.runs.size()},
           {"seeds", seeds},
           {"n_with_curvature", with_curvature},
+          {"probes", probes},
+          {"probes_negative", negative},
+          {"probes_significant", significant},
+          {"n_flat", flat_runs},
           {"n_with_episode", g.escapes.size()},
           {"n_escaped", km.events},
           {"n_censored", km.censored},
@@ -369,71 +404,6 @@ json group_json(const Group& g, const AnalysisOptions& o) {
           {"median_escape_upper", opt(km.median_upper)},
           {"final_loss", summary_json(g.final_loss)},
           {"time_in_saddle", summary_json(g.time_in_saddle)}};
-}
-
-// MWU, permutation test, bootstrap CI of the difference in medians and Cliff's delta of a − b.
-json samples_test(const std::vector<double>& a, const std::vector<double>& b, const AnalysisOptions& o) {
-  json j = {{"n_a", a.size()}, {"n_b", b.size()}};
-  if (a.empty() || b.empty()) {
-    j["defined"] = false;
-    j["p"] = nullptr;
-    return j;
-  }
-  MannWhitneyResult mw = mann_whitney(a, b);
-  PermutationOptions po;
-  po.permutations = o.permutations;
-  po.seed = o.seed;
-  PermutationResult perm = permutation_test(a, b, po);
-  BootstrapOptions bo;
-  bo.resamples = o.resamples;
-  bo.level = o.level;
-  bo.seed = o.seed;
-  bo.bca = false;
-  BootstrapInterval ci = bootstrap_median_difference(a, b, bo);
-  const double delta = cliffs_delta(a, b);
-  j["defined"] = true;
-  j["mwu_u"] = num(mw.u);
-  j["p"] = num(mw.p_value);
-  j["p_method"] = mw.exact ? "exact" : "normal";
-  j["permutation_p"] = num(perm.p_value);
-  j["median_difference"] = num(ci.estimate);
-  j["ci_low"] = num(ci.lower);
-  j["ci_high"] = num(ci.upper);
-  j["cliffs_delta"] = num(delta);
-  j["magnitude"] = cliffs_delta_magnitude(delta);
-  return j;
-}
-
-json comparison_json(const Group& a, const Group& b, const AnalysisOptions& o) {
-  LogRankResult lr = log_rank({a.escapes, b.escapes});
-  return {{"a", a.name},
-          {"b", b.name},
-          {"escape", {{"n_a", a.escapes.size()}, {"n_b", b.escapes.size()}}},
-          {"logrank", {{"defined", lr.defined}, {"chi2", num(lr.chi_square)}, {"df", lr.df}, {"p", num(lr.p_value)}}},
-          {"final_loss", samples_test(a.final_loss, b.final_loss, o)},
-          {"time_in_saddle", samples_test(a.time_in_saddle, b.time_in_saddle, o)}};
-}
-
-// Holm over every p-value of every comparison (log-rank, final loss and time in saddle; the permutation
-// p-values are a check on the Mann–Whitney ones, not further tests). Each test gets its p_holm, each
-// comparison the smallest of its own.
-void apply_holm(json& comparisons) {
-  std::vector<json*> tests;
-  std::vector<double> p;
-  for (auto& c : comparisons) {
-    for (json* t : {&c["logrank"], &c["final_loss"], &c["time_in_saddle"]}) {
-      tests.push_back(t);
-      p.push_back((*t)["p"].is_number() ? (*t)["p"].get<double>() : kNaN);
-    }
-  }
-  std::vector<double> adjusted = holm_adjust(p);
-  for (size_t i = 0; i < tests.size(); ++i) (*tests[i])["p_holm"] = num(adjusted[i]);
-  for (auto& c : comparisons) {
-    double best = kNaN;
-    for (const json* t : {&c["logrank"], &c["final_loss"], &c["time_in_saddle"]})
-      if ((*t)["p_holm"].is_number() && !(best <= (*t)["p_holm"].get<double>())) best = (*t)["p_holm"].get<double>();
-    c["p_holm"] = num(best);
-  }
 }
 
 // ---- Paired runs: divergence and attribution -----------------------------------------------------------
@@ -569,6 +539,75 @@ json attribution_json(const Group& ga, const Group& gb, const Run& a, const Run&
   return j;
 }
 
+// The runs' groups (a study of several models: one model's config, "autoencoder/cpu-t1"), and the pairs
+// of groups to compare: the baseline against every other group of its model, or every two groups of a
+// model. Errors: a baseline that is no group.
+struct Grouping {
+  std::map<std::string, Group> groups;
+  std::vector<std::pair<const Group*, const Group*>> pairs;
+  bool by_model = false;
+};
+
+Result<Grouping> group_runs(std::vector<Run>& runs, const AnalysisOptions& o) {
+  Grouping out;
+  auto& groups = out.groups;
+  auto& pairs = out.pairs;
+  // A study of several models: a group is one model's config ("autoencoder/cpu-t1"), and only groups
+  // of the same model are compared — one config's runs of two models are not one sample.
+  std::set<std::string> models;
+  for (const Run& r : runs)
+    if (r.analysed() || r.dir) models.insert(r.model);
+  const bool by_model = out.by_model = models.size() > 1 && o.group_by.empty();
+  if (by_model)
+    for (Run& r : runs)
+      if (!r.group.empty()) r.group = r.model + "/" + r.group;
+  for (const Run& r : runs) {
+    if (!r.analysed()) continue;
+    Group& g = groups[r.group];
+    g.name = r.group;
+    g.model = r.model;
+    g.runs.push_back(&r);
+    g.sample.name = r.group;
+    detail::Member& m = g.sample.members.emplace_back();
+    m.seed = r.seed;
+    m.data_seed = r.data_seed;
+    m.final_loss = r.final_loss;
+    if (r.final_loss) g.final_loss.push_back(*r.final_loss);
+    if (r.episodes) {
+      m.time_in_saddle = static_cast<double>(r.episodes->time_in_saddle);
+      g.time_in_saddle.push_back(*m.time_in_saddle);
+      if (!r.episodes->episodes.empty()) {
+        const Episode& e = r.episodes->episodes.front();
+        m.escape = Observation{static_cast<double>(e.escape_steps), !e.censored};
+        g.escapes.push_back(*m.escape);
+      }
+    }
+  }
+  // The baseline of each model: the group named --baseline, or in a study of several models each
+  // model's group of that config.
+  auto is_baseline = [&](const Group& g) {
+    return g.name == o.baseline || (by_model && g.name == g.model + "/" + o.baseline);
+  };
+  if (!o.baseline.empty() && std::none_of(groups.begin(), groups.end(), [&](const auto& kv) { return is_baseline(kv.second); })) {
+    std::string known;
+    for (const auto& [name, g] : groups) known += (known.empty() ? "" : ", ") + name;
+    return Status::Error("--baseline: no group is named '" + o.baseline + "' (groups: " + known + ")");
+  }
+
+  for (auto i = groups.begin(); i != groups.end(); ++i) {
+    for (auto j = std::next(i); j != groups.end(); ++j) {
+      const Group *a = &i->second, *b = &j->second;
+      if (a->model != b->model) continue;
+      if (!o.baseline.empty()) {
+        if (is_baseline(*b)) std::swap(a, b);
+        if (!is_baseline(*a) || is_baseline(*b)) continue;
+      }
+      pairs.emplace_back(a, b);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Status AnalysisOptions::validate() const {
@@ -576,6 +615,7 @@ Status AnalysisOptions::validate() const {
   if (!(level > 0 && level < 1)) return Status::Error(fmt::format("level must be in (0, 1), got {}", level));
   if (permutations < 1) return Status::Error(fmt::format("permutations must be >= 1, got {}", permutations));
   if (resamples < 1) return Status::Error(fmt::format("resamples must be >= 1, got {}", resamples));
+  if (!(power > 0 && power < 1)) return Status::Error(fmt::format("power must be in (0, 1), got {}", power));
   if (attribution_k < 1) return Status::Error(fmt::format("attribution_k must be >= 1, got {}", attribution_k));
   return Status::Ok();
 }
@@ -601,74 +641,35 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
     if (!any) return Status::Error("--group-by: no run has a config key '" + k + "'");
   }
 
-  // A study of several models: a group is one model's config ("autoencoder/cpu-t1"), and only groups
-  // of the same model are compared — one config's runs of two models are not one sample.
-  std::set<std::string> models;
-  for (const Run& r : runs)
-    if (r.dir) models.insert(r.model);
-  const bool by_model = models.size() > 1 && o.group_by.empty();
-  if (by_model)
-    for (Run& r : runs)
-      if (!r.group.empty()) r.group = r.model + "/" + r.group;
-  std::map<std::string, Group> groups;
-  for (const Run& r : runs) {
-    if (!r.analysed()) continue;
-    Group& g = groups[r.group];
-    g.name = r.group;
-    g.model = r.model;
-    g.runs.push_back(&r);
-    if (r.final_loss) g.final_loss.push_back(*r.final_loss);
-    if (r.episodes) {
-      g.time_in_saddle.push_back(static_cast<double>(r.episodes->time_in_saddle));
-      if (!r.episodes->episodes.empty()) {
-        const Episode& e = r.episodes->episodes.front();
-        g.escapes.push_back({static_cast<double>(e.escape_steps), !e.censored});
-      }
-    }
-  }
-  // The baseline of each model: the group named --baseline, or in a study of several models each
-  // model's group of that config.
-  auto is_baseline = [&](const Group& g) {
-    return g.name == o.baseline || (by_model && g.name == g.model + "/" + o.baseline);
-  };
-  if (!o.baseline.empty() && std::none_of(groups.begin(), groups.end(), [&](const auto& kv) { return is_baseline(kv.second); })) {
-    std::string known;
-    for (const auto& [name, g] : groups) known += (known.empty() ? "" : ", ") + name;
-    return Status::Error("--baseline: no group is named '" + o.baseline + "' (groups: " + known + ")");
-  }
-
-  std::vector<std::pair<const Group*, const Group*>> pairs;
-  for (auto i = groups.begin(); i != groups.end(); ++i) {
-    for (auto j = std::next(i); j != groups.end(); ++j) {
-      const Group *a = &i->second, *b = &j->second;
-      if (a->model != b->model) continue;
-      if (!o.baseline.empty()) {
-        if (is_baseline(*b)) std::swap(a, b);
-        if (!is_baseline(*a) || is_baseline(*b)) continue;
-      }
-      pairs.emplace_back(a, b);
-    }
-  }
+  auto grouping = group_runs(runs, o);
+  if (!grouping) return grouping.status();
+  const auto& [groups, pairs, by_model] = *grouping;
 
   json out;
   out["schema_version"] = 1;
   out["study_dir"] = study_dir;
   const EpisodeOptions& e = o.episodes;
   out["definitions"] = {
-      {"epsilon", e.epsilon},
+      {"proximity", e.proximity},
+      {"epsilon", num(e.epsilon)},
       {"gamma", e.gamma},
+      {"residual_factor", e.residual_factor},
       {"delta", num(e.delta)},
       {"escape_drop", e.escape_drop},
       {"loss_window", e.loss_window},
       {"loss_levels", e.loss_levels},
-      {"gradient_norm", "probe_grad_norm: the gradient on the fixed probe batch (curvature.csv), against G, "
-                        "the largest probe gradient norm of the run"},
+      {"gradient_norm", "probe_grad_norm: the gradient on the fixed probe batch (curvature.csv); near a saddle "
+                        "when rho = |g|^2/(2|lambda_min| L) <= proximity (and |g| <= epsilon G when epsilon is set)"},
+      {"plateau", "|dL/dstep| over the adjacent probe interval <= delta x the run's largest |dL/dstep|"},
+      {"significant", "-lambda_min > gamma lambda_max and -lambda_min > residual_factor x its Ritz residual"},
       {"escape_time", "optimiser steps from the entry probe step to the escape probe step"},
       {"km_observation", "each run's first episode (runs without one are counted, not observed)"},
       {"level", o.level},
       {"permutations", o.permutations},
       {"resamples", o.resamples},
       {"seed", o.seed},
+      {"pairing", pairing_name(o.pairing)},
+      {"power", o.power},
       {"group_by", !o.group_by.empty() ? json(o.group_by) : json(by_model ? "study model/config" : "study config")},
       {"baseline", o.baseline.empty() ? json(nullptr) : json(o.baseline)},
       {"attribution_k", o.attribution_k},
@@ -698,7 +699,7 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
   parallel_for(pairs.size(), [&](size_t i) {
     const auto& [ga, gb] = pairs[i];
     PairResult& p = results[i];
-    p.comparison = comparison_json(*ga, *gb, o);
+    p.comparison = detail::compare_groups(ga->sample, gb->sample, o);
     const auto seeds_a = by_seed(*ga), seeds_b = by_seed(*gb);
     for (const auto& [seed, ra] : seeds_a) {
       auto it = seeds_b.find(seed);
@@ -725,7 +726,7 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
       out["attribution"].push_back(attribution_json(*pairs[i].first, *pairs[i].second, *p.a, *p.b, d, o, replay));
     }
   }
-  apply_holm(out["comparisons"]);
+  detail::apply_holm(out["comparisons"], o);
 
   // The theory check over every episode of a gradient-descent (SGD) run that escaped by the loss rule:
   // the theory predicts when the loss has fallen by f along v_min; an episode closed by the curvature
@@ -772,6 +773,104 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
     theory["note"] = fit.status().message();
   }
   out["theory"] = theory;
+  return out;
+}
+
+namespace {
+
+// A run as an earlier analysis.json recorded it: what the group statistics need.
+Result<Run> recorded_run(const json& r, size_t index) {
+  auto field = [&](const char* key) -> Result<const json*> {
+    if (!r.is_object() || !r.contains(key)) return Status::Error(fmt::format("runs[{}]: no key '{}'", index, key));
+    return &r[key];
+  };
+  Run x;
+  for (const char* key : {"run_id", "status"}) {
+    auto v = field(key);
+    if (!v) return v.status();
+    if (!(*v)->is_string()) return Status::Error(fmt::format("runs[{}].{}: expected a string", index, key));
+  }
+  x.id = r["run_id"].get<std::string>();
+  x.status = r["status"].get<std::string>();
+  auto seed = field("seed");
+  if (!seed) return seed.status();
+  if (!(*seed)->is_number_integer()) return Status::Error(fmt::format("runs[{}].seed: expected an integer", index));
+  x.seed = (*seed)->get<int64_t>();
+  x.data_seed = r.contains("data_seed") && r["data_seed"].is_number_integer() ? r["data_seed"].get<int64_t>() : x.seed;
+  x.model = r.contains("model") && r["model"].is_string() ? r["model"].get<std::string>() : "";
+  x.group = r.contains("group") && r["group"].is_string() ? r["group"].get<std::string>() : "";
+  // Group names of a study of several models were written as "model/config": group_runs adds the prefix.
+  if (!x.model.empty() && x.group.rfind(x.model + "/", 0) == 0) x.group = x.group.substr(x.model.size() + 1);
+  x.skipped = r.contains("skipped") && r["skipped"].is_string() ? r["skipped"].get<std::string>() : "";
+  if (x.group.empty() && x.skipped.empty()) x.skipped = "no group";
+  auto number = [&](const char* key) -> std::optional<double> {
+    return r.contains(key) && r[key].is_number() ? std::optional<double>(r[key].get<double>()) : std::nullopt;
+  };
+  x.final_loss = number("final_loss");
+  x.eval_mse = number("eval_mse");
+  x.baseline_mse = number("baseline_mse");
+  if (r.contains("optimizer") && r["optimizer"].is_string()) x.optimizer = r["optimizer"].get<std::string>();
+  if (r.contains("episodes") && r["episodes"].is_array()) {
+    RunEpisodes e;
+    auto count = [&](const char* key) {
+      return r.contains(key) && r[key].is_number_integer() ? r[key].get<int64_t>() : int64_t{0};
+    };
+    e.time_in_saddle = count("time_in_saddle");
+    e.probe_count = count("probe_count");
+    e.negative_probes = count("negative_probes");
+    e.significant_probes = count("significant_probes");
+    e.flat_probes = count("flat_probes");
+    for (const auto& ep : r["episodes"]) {
+      if (!ep.is_object() || !ep.contains("escape_steps") || !ep["escape_steps"].is_number_integer() ||
+          !ep.contains("censored") || !ep["censored"].is_boolean())
+        return Status::Error(fmt::format("runs[{}].episodes: each needs an integer escape_steps and a boolean censored", index));
+      Episode y;
+      y.escape_steps = ep["escape_steps"].get<int64_t>();
+      y.censored = ep["censored"].get<bool>();
+      e.episodes.push_back(y);
+    }
+    x.episodes = std::move(e);
+  }
+  return x;
+}
+
+}  // namespace
+
+Result<json> reanalyze(const json& earlier, const AnalysisOptions& o) {
+  SADDLESCOPE_RETURN_IF_ERROR(o.validate());
+  if (!earlier.is_object() || !earlier.contains("runs") || !earlier["runs"].is_array())
+    return Status::Error("expected an analysis.json object with a 'runs' array");
+  std::vector<Run> runs;
+  for (size_t i = 0; i < earlier["runs"].size(); ++i) {
+    auto r = recorded_run(earlier["runs"][i], i);
+    if (!r) return r.status();
+    runs.push_back(std::move(*r));
+  }
+  if (runs.empty()) return Status::Error("runs: empty (nothing to reanalyse)");
+  auto grouping = group_runs(runs, o);
+  if (!grouping) return grouping.status();
+  const auto& [groups, pairs, by_model] = *grouping;
+  json out = earlier;
+  json& d = out["definitions"];
+  if (!d.is_object()) d = json::object();
+  d["level"] = o.level;
+  d["permutations"] = o.permutations;
+  d["resamples"] = o.resamples;
+  d["seed"] = o.seed;
+  d["pairing"] = pairing_name(o.pairing);
+  d["power"] = o.power;
+  d["baseline"] = o.baseline.empty() ? json(nullptr) : json(o.baseline);
+  out["groups"] = json::array();
+  for (const auto& [name, g] : groups) out["groups"].push_back(group_json(g, o));
+  out["comparisons"] = json::array();
+  for (const auto& [a, b] : pairs) out["comparisons"].push_back(detail::compare_groups(a->sample, b->sample, o));
+  detail::apply_holm(out["comparisons"], o);
+  out["reanalysis"] = {
+      {"of", earlier.value("study_dir", "")},
+      {"recomputed", "groups and comparisons (paired where the design is, Holm, detectable effects), from runs[] as "
+                     "recorded"},
+      {"kept", "runs[] with their episodes, divergence, attribution and theory, as the earlier analysis wrote them: "
+               "they need the run directories"}};
   return out;
 }
 

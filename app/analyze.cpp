@@ -16,6 +16,7 @@
 #include "saddlescope/base/process.h"
 #include "saddlescope/base/progress.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/store/json_input.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/table.h"
 
@@ -75,11 +76,39 @@ Result<store::CurvatureRow> curvature_at(const std::string& self, const std::str
   return r;
 }
 
+// Writes analysis.json and its tables into `dir` (an AtomicDir's path) and commits it.
+Status write_analysis(store::AtomicDir& dir, const nlohmann::json& a) {
+  Status st = store::write_file_atomic(dir.path() + "/analysis.json", analysis::analysis_json(a));
+  for (const auto& [name, text] : analysis::analysis_tables(a))
+    if (st.ok()) st = store::write_file_atomic(dir.path() + "/" + name, text);
+  return st.ok() ? dir.commit() : st;
+}
+
+// `analyze --reanalyze FILE --out DIR`: the group statistics of an earlier analysis.json again.
+int reanalyze(const std::string& file, const std::string& out, const std::string& study,
+              const analysis::AnalysisOptions& o) {
+  if (!study.empty()) return fail("--reanalyze: give the analysis.json instead of a study directory, not both");
+  if (out.empty()) return fail("--reanalyze: needs --out DIR (where the new analysis goes)");
+  auto text = store::read_file(file, 256u << 20, "256 MiB");
+  if (!text) return fail(text.status().message());
+  auto earlier = store::parse_json(*text, file);
+  if (!earlier) return fail(earlier.status().message());
+  auto a = analysis::reanalyze(*earlier, o);
+  if (!a) return fail(file + ": " + a.status().message());
+  auto dir = store::AtomicDir::begin(out);
+  if (!dir) return fail(dir.status().message());
+  if (Status st = write_analysis(*dir, *a); !st.ok()) return fail(st.message());
+  fmt::print("{}analysis: {}/analysis.json (reanalysis of {})\n", analysis::analysis_verdict(*a), out, file);
+  return 0;
+}
+
 }  // namespace
 
 Command add_analyze(CLI::App& app) {
   struct Args {
     std::string study;
+    std::string reanalyze, out;
+    std::string paired = "auto";
     analysis::AnalysisOptions o;
     bool no_replay = false;
     bool quiet = false;
@@ -87,16 +116,34 @@ Command add_analyze(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
       "analyze", "Saddle episodes, escape statistics, divergence and rounding-vs-code attribution of a study");
-  sub->add_option("study_dir", args->study, "Study directory (holds runs/)")->required();
+  sub->add_option("study_dir", args->study, "Study directory (holds runs/)");
+  sub->add_option("--reanalyze", args->reanalyze,
+                  "Instead of a study directory: recompute the group statistics of this earlier analysis.json from "
+                  "its recorded runs (for published results whose run directories are not kept); needs --out");
+  sub->add_option("--out", args->out, "With --reanalyze: the directory to write the analysis into (all or nothing)");
+  sub->add_option("--paired", args->paired,
+                  "auto: test per-seed differences where two groups' runs share seeds and data order; on: pair "
+                  "whatever seeds they share; off: independent samples")
+      ->capture_default_str();
+  sub->add_option("--power", args->o.power, "Detection probability of the reported detectable effects")
+      ->capture_default_str();
   sub->add_option("--group-by", args->o.group_by,
                   "Config keys that name a run's group, comma-separated (default: the study's config names)")
       ->delimiter(',');
   sub->add_option("--baseline", args->o.baseline, "Compare this group with every other (default: every pair)");
   auto& e = args->o.episodes;
-  sub->add_option("--epsilon", e.epsilon, "Saddle region: ‖g‖ <= epsilon · G, G the run's largest probe gradient norm")
+  sub->add_option("--proximity", e.proximity,
+                  "Saddle region: ρ = ‖g‖²/(2|λmin|·L) <= proximity (the loss descended along v_min, as a fraction)")
       ->capture_default_str();
-  sub->add_option("--gamma", e.gamma, "Saddle region: λmin <= −gamma · λmax")->capture_default_str();
-  sub->add_option("--delta", e.delta, "Saddle region: the probe loss changed by less than delta (relative) per probe interval")
+  sub->add_option("--epsilon", e.epsilon,
+                  "Saddle region, optional: also ‖g‖ <= epsilon · G, G the run's largest probe gradient norm (inf: off)")
+      ->capture_default_str();
+  sub->add_option("--gamma", e.gamma, "Saddle region: −λmin > gamma · λmax")->capture_default_str();
+  sub->add_option("--residual-factor", e.residual_factor,
+                  "Saddle region: −λmin > residual-factor × its Ritz residual (significant negative curvature)")
+      ->capture_default_str();
+  sub->add_option("--delta", e.delta,
+                  "Saddle region: |ΔL/Δstep| over the adjacent probe interval <= delta × the run's largest (inf: off)")
       ->capture_default_str();
   sub->add_option("--escape-drop", e.escape_drop, "Escape: the probe loss fell by more than this (relative) below entry")
       ->capture_default_str();
@@ -116,9 +163,16 @@ Command add_analyze(CLI::App& app) {
                 "windows, for a finer escape time (needs snapshot_every; runs on the runs' devices)");
   sub->add_flag("--quiet", args->quiet, "No progress");
   auto run = [args]() -> int {
-    const analysis::AnalysisOptions& o = args->o;
+    analysis::AnalysisOptions& o = args->o;
+    if (args->paired == "auto") o.pairing = analysis::AnalysisOptions::Pairing::kAuto;
+    else if (args->paired == "on") o.pairing = analysis::AnalysisOptions::Pairing::kOn;
+    else if (args->paired == "off") o.pairing = analysis::AnalysisOptions::Pairing::kOff;
+    else return fail("--paired: expected auto, on or off, got '" + args->paired + "'");
     Status valid = o.validate();
     if (!valid.ok()) return fail("--" + valid.message());
+    if (!args->reanalyze.empty()) return reanalyze(args->reanalyze, args->out, args->study, o);
+    if (args->study.empty()) return fail("analyze: give a study directory, or --reanalyze ANALYSIS_JSON --out DIR");
+    if (!args->out.empty()) return fail("--out: only with --reanalyze (a study's analysis goes to STUDY_DIR/analysis)");
     auto dir = store::AtomicDir::begin(args->study + "/analysis");
     if (!dir) return fail(dir.status().message());
     ProcessReplayer replayer(self_path(), dir->path());
@@ -140,11 +194,7 @@ Command add_analyze(CLI::App& app) {
     };
     auto a = analysis::analyze_study(args->study, o, replay, progress, curvature);
     if (!a) return fail(a.status().message());
-    Status st = store::write_file_atomic(dir->path() + "/analysis.json", analysis::analysis_json(*a));
-    for (const auto& [name, text] : analysis::analysis_tables(*a))
-      if (st.ok()) st = store::write_file_atomic(dir->path() + "/" + name, text);
-    if (st.ok()) st = dir->commit();
-    if (!st.ok()) return fail(st.message());
+    if (Status st = write_analysis(*dir, *a); !st.ok()) return fail(st.message());
     fmt::print("{}analysis: {}/analysis/analysis.json\n", analysis::analysis_verdict(*a), args->study);
     return 0;
   };

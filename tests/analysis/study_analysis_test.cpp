@@ -31,6 +31,7 @@ struct PlantedRun {
   bool curvature = true;
   store::RunStatus status = store::RunStatus::kCompleted;
   std::string model;           // the study's model table ("": none recorded)
+  int64_t data_seed = -1;      // the config's data_seed (-1: not recorded, = seed)
 };
 
 // Probes every 10 steps over 200 steps: away from saddles until 20, on a plateau with λmin = −1 from
@@ -60,6 +61,7 @@ std::string add_planted(const std::string& study, const PlantedRun& p) {
   if (!p.model.empty()) m.extra["study"]["model"] = p.model;
   m.config["optimizer"] = p.optimizer;
   m.config["steps"] = 200;
+  if (p.data_seed >= 0) m.config["data_seed"] = p.data_seed;
   if (p.status == store::RunStatus::kCompleted) {
     m.steps_completed = 200;
     m.final_loss = p.final_loss;
@@ -140,10 +142,21 @@ TEST(StudyAnalysis, PlantedGroupsEscapeDifferentlyAndTheStatisticsSaySo) {
   EXPECT_TRUE(c["logrank"]["defined"].get<bool>());
   EXPECT_LT(c["logrank"]["p"].get<double>(), 0.01);
   EXPECT_EQ(c["final_loss"]["cliffs_delta"], -1.0);  // every fast loss below every slow one
-  EXPECT_EQ(c["final_loss"]["p_method"], "exact");
-  EXPECT_NEAR(c["final_loss"]["p"].get<double>(), 2.0 / 12870, 1e-12);  // 2 / C(16, 8)
+  EXPECT_EQ(c["final_loss"]["mwu_p_method"], "exact");
+  EXPECT_NEAR(c["final_loss"]["mwu_p"].get<double>(), 2.0 / 12870, 1e-12);  // 2 / C(16, 8)
   EXPECT_NEAR(c["final_loss"]["median_difference"].get<double>(), -0.3, 1e-12);
   EXPECT_LT(c["final_loss"]["ci_high"].get<double>(), 0);
+  // Same seeds, same data order: a paired design, tested by the per-seed differences (all −0.3, tied
+  // in |d|: the normal approximation).
+  EXPECT_EQ(c["design"], "paired");
+  const json& paired = c["final_loss"]["paired"];
+  EXPECT_EQ(c["final_loss"]["test"], "wilcoxon_signed_rank");
+  EXPECT_EQ(c["final_loss"]["p"], paired["p"]);
+  EXPECT_EQ(paired["n_pairs"], 8);
+  EXPECT_EQ(paired["p_method"], "normal");
+  EXPECT_NEAR(paired["mean_difference"].get<double>(), -0.3, 1e-12);
+  EXPECT_NEAR(paired["t_ci_low"].get<double>(), -0.3, 1e-12);
+  EXPECT_NEAR(paired["t_ci_high"].get<double>(), -0.3, 1e-12);
   // Holm over the three tests (log-rank, final loss, time in saddle): this p is multiplied by 2 or 3.
   const double p = c["final_loss"]["p"].get<double>(), p_holm = c["final_loss"]["p_holm"].get<double>();
   EXPECT_GE(p_holm, 2 * p * (1 - 1e-12));
@@ -163,7 +176,8 @@ TEST(StudyAnalysis, PlantedGroupsEscapeDifferentlyAndTheStatisticsSaySo) {
   EXPECT_EQ((*a)["attribution"][0]["seed"], 0);
 
   EXPECT_EQ((*a)["theory"]["n"], 0) << "Adam runs only";
-  EXPECT_EQ((*a)["definitions"]["epsilon"], 0.1);
+  EXPECT_EQ((*a)["definitions"]["proximity"], 0.05);
+  EXPECT_TRUE((*a)["definitions"]["epsilon"].is_null()) << "off: inf";
   auto tables = analysis_tables(*a);
   EXPECT_EQ(tables.size(), 8u);
   EXPECT_EQ(tables[1].first, "episodes.csv");
@@ -184,7 +198,9 @@ TEST(StudyAnalysis, IdenticalGroupsAreIdenticalBitwise) {
   const json& c = (*a)["comparisons"][0];
   ASSERT_TRUE(c["logrank"]["p"].is_number()) << c.dump();
   EXPECT_NEAR(c["logrank"]["p"].get<double>(), 1.0, 1e-12);
-  EXPECT_EQ(c["final_loss"]["p"], 1.0);
+  // Every final loss is 0.5: nothing to test, and no test to weaken Holm's correction of the others.
+  EXPECT_FALSE(c["final_loss"]["defined"].get<bool>());
+  EXPECT_TRUE(c["final_loss"]["p"].is_null());
   EXPECT_EQ(c["final_loss"]["cliffs_delta"], 0.0);
   EXPECT_EQ((*a)["attribution"][0]["verdict"], "identical");
   EXPECT_EQ((*a)["attribution"][0]["evidence"], "bitwise");
@@ -229,11 +245,11 @@ TEST(StudyAnalysis, AStudyOfTwoModelsComparesConfigsWithinEachModelOnly) {
 
 TEST(StudyAnalysis, GroupsWithoutEpisodesOrWithOneRunHaveNoTestButNoCrash) {
   testing::TempDir dir;
-  add_planted(dir.path(), {"alone", 0, 50});  // n = 1
-  PlantedRun flat{"flat", 0, 50};
+  add_planted(dir.path(), {"alone", 0, 50, 0.5});  // n = 1
+  PlantedRun flat{"flat", 0, 50, 0.4};
   flat.curvature = false;  // no curvature probe: no episodes, but a final loss
   add_planted(dir.path(), flat);
-  add_planted(dir.path(), {"stall", 0, -1});  // all censored
+  add_planted(dir.path(), {"stall", 0, -1, 0.6});  // all censored
   auto a = analyze_study(dir.path(), fast());
   ASSERT_TRUE(a.ok()) << a.status().message();
   const json* f = find_by((*a)["runs"], "run_id", "flat-s0");
@@ -250,6 +266,111 @@ TEST(StudyAnalysis, GroupsWithoutEpisodesOrWithOneRunHaveNoTestButNoCrash) {
   }
   const json* s = find_by((*a)["groups"], "name", "stall");
   EXPECT_TRUE((*s)["median_escape_steps"].is_null());
+}
+
+// Seeds spread the final losses from 0.1 to 0.8; "lower" is 1% below "base" in every seed. The paired
+// test sees it; the unpaired one cannot (the shift is far inside the seed-to-seed spread).
+void plant_paired_shift(const std::string& study, int64_t other_data_seed = -1) {
+  for (int64_t s = 0; s < 8; ++s) {
+    const double loss = 0.1 * static_cast<double>(s + 1);
+    PlantedRun base{"base", s, 50, loss}, lower{"lower", s, 50, loss * 0.99};
+    base.curvature = lower.curvature = false;
+    if (s == 7) lower.data_seed = other_data_seed;
+    add_planted(study, base);
+    add_planted(study, lower);
+  }
+}
+
+TEST(StudyAnalysis, APairedEffectIsDetectedThatTheUnpairedTestMisses) {
+  testing::TempDir dir;
+  plant_paired_shift(dir.path());
+  AnalysisOptions o = fast();
+  o.baseline = "base";
+  auto a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const json& c = (*a)["comparisons"][0];
+  EXPECT_EQ(c["design"], "paired");
+  const json& f = c["final_loss"];
+  EXPECT_GT(f["mwu_p"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(f["p"].get<double>(), 2.0 / 256);  // every pair on one side: the exact signed-rank p
+  EXPECT_DOUBLE_EQ(f["p_holm"].get<double>(), 2.0 / 256) << "the only defined test of the study";
+  EXPECT_NEAR(f["paired"]["relative_mean_difference"].get<double>(), 0.01, 1e-12);
+  EXPECT_GT(f["paired"]["t_ci_low"].get<double>(), 0);
+  const json& d = f["detectable"];
+  EXPECT_EQ(d["tests_in_family"], 1);
+  EXPECT_TRUE(d["can_be_significant"].get<bool>());
+  EXPECT_GT(d["shift_sd"].get<double>(), 1.0);
+  EXPECT_LT(d["shift_sd"].get<double>(), 1.45);
+  const std::string verdict = analysis_verdict(*a);
+  EXPECT_NE(verdict.find("paired, 8 seeds"), std::string::npos) << verdict;
+
+  o.pairing = AnalysisOptions::Pairing::kOff;
+  a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["comparisons"][0]["design"], "independent");
+  EXPECT_EQ((*a)["comparisons"][0]["final_loss"]["test"], "mann_whitney");
+  EXPECT_GT((*a)["comparisons"][0]["final_loss"]["p_holm"].get<double>(), 0.5);
+  EXPECT_FALSE((*a)["comparisons"][0]["final_loss"].contains("paired"));
+}
+
+TEST(StudyAnalysis, PairingNeedsTheSameDataOrderInEveryRun) {
+  testing::TempDir dir;
+  plant_paired_shift(dir.path(), 1234);  // seed 7 of "lower" read its examples in another order
+  AnalysisOptions o = fast();
+  o.baseline = "base";
+  auto a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const json& c = (*a)["comparisons"][0];
+  EXPECT_EQ(c["design"], "independent");
+  EXPECT_EQ(c["design_note"], "independent: the groups share 7 of their 8 and 8 runs' seeds and data orders");
+  // Asked for, the pairs are the seven that match.
+  o.pairing = AnalysisOptions::Pairing::kOn;
+  a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)["comparisons"][0]["design"], "paired");
+  EXPECT_EQ((*a)["comparisons"][0]["final_loss"]["paired"]["n_pairs"], 7);
+  // With 7 pairs and one test, p = 2/2^7 = 0.0156; the verdict's α/m is 0.05.
+  EXPECT_DOUBLE_EQ((*a)["comparisons"][0]["final_loss"]["p"].get<double>(), 2.0 / 128);
+}
+
+TEST(StudyAnalysis, ReanalysisOfAnEarlierAnalysisGivesTheSameComparisons) {
+  testing::TempDir dir;
+  plant_two_groups(dir.path());
+  AnalysisOptions o = fast();
+  auto a = analyze_study(dir.path(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  // As a file from before data_seed and model were written: pairing falls back to the seeds.
+  json old = *a;
+  for (auto& r : old["runs"]) r.erase("data_seed"), r.erase("model");
+  auto again = reanalyze(old, o);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ((*again)["comparisons"], (*a)["comparisons"]);
+  EXPECT_EQ((*again)["groups"], (*a)["groups"]);
+  EXPECT_EQ((*again)["divergence"], (*a)["divergence"]);
+  EXPECT_TRUE((*again)["reanalysis"].is_object());
+  o.pairing = AnalysisOptions::Pairing::kOff;
+  again = reanalyze(old, o);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ((*again)["comparisons"][0]["design"], "independent");
+  EXPECT_EQ((*again)["definitions"]["pairing"], "off");
+}
+
+TEST(StudyAnalysis, ReanalysisRejectsWhatIsNoAnalysis) {
+  AnalysisOptions o = fast();
+  EXPECT_EQ(reanalyze(json::array(), o).status().message(), "expected an analysis.json object with a 'runs' array");
+  EXPECT_EQ(reanalyze(json{{"runs", json::array()}}, o).status().message(), "runs: empty (nothing to reanalyse)");
+  json bad = {{"runs", {{{"run_id", "x"}, {"status", "completed"}, {"seed", 1}, {"group", "g"}},
+                        {{"run_id", "y"}, {"status", "completed"}, {"group", "g"}}}}};
+  EXPECT_EQ(reanalyze(bad, o).status().message(), "runs[1]: no key 'seed'");
+  bad["runs"][1]["seed"] = "two";
+  EXPECT_EQ(reanalyze(bad, o).status().message(), "runs[1].seed: expected an integer");
+  bad["runs"][1]["seed"] = 2;
+  bad["runs"][1]["episodes"] = {{{"escape_steps", 3}}};
+  EXPECT_EQ(reanalyze(bad, o).status().message(),
+            "runs[1].episodes: each needs an integer escape_steps and a boolean censored");
+  bad["runs"][1].erase("episodes");
+  o.baseline = "h";
+  EXPECT_EQ(reanalyze(bad, o).status().message(), "--baseline: no group is named 'h' (groups: g)");
 }
 
 TEST(StudyAnalysis, PartialAndMalformedRunsAreReportedAndSkipped) {

@@ -213,6 +213,10 @@ Interval t_interval(const std::vector<double>& v, double level = 0.95);
 
 enum class RankTest { kMannWhitney, kWilcoxonSignedRank };
 
+// The smallest two-sided p the exact test can give (no ties): 2/C(n1+n2, n1) for Mann–Whitney, 2/2^n1
+// for the signed-rank test over n1 pairs (n2 ignored); at most 1. REQUIRES: n1 >= 1 (and n2 >= 1).
+double smallest_p(RankTest test, int64_t n1, int64_t n2);
+
 // The smallest normal shift (in standard deviations: of each sample for Mann–Whitney, of the
 // differences for the signed-rank test) that `test` detects at two-sided level alpha with probability
 // `power`, by simulation: `simulations` normal samples of sizes n1, n2 (n1 pairs for the signed-rank

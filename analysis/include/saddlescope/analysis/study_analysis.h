@@ -24,6 +24,11 @@ struct AnalysisOptions {
   // run belongs to (the manifest's study.config), or its config_key outside a study.
   std::vector<std::string> group_by;
   std::string baseline;     // a group compared with every other; empty: every pair of groups
+  // Paired design: two groups whose runs share seeds and data order (and so, within a model, initial
+  // weights) are compared through per-seed differences. kAuto: paired when the groups' seeds and
+  // data_seeds match run for run; kOn: paired over whatever seeds they share (at least 2); kOff: never.
+  enum class Pairing { kAuto, kOn, kOff } pairing = Pairing::kAuto;
+  double power = 0.8;       // the detection probability of the detectable effects
   double level = 0.95;      // confidence level of the bands and intervals
   int64_t permutations = 9999, resamples = 9999;  // permutation test and bootstrap sizes
   uint64_t seed = 0;        // their random streams
@@ -60,6 +65,14 @@ Result<nlohmann::json> analyze_study(const std::string& study_dir, const Analysi
                                      const Replayer& replay = {},
                                      const std::function<void(int64_t, int64_t)>& progress = {},
                                      const CurvatureAt& curvature_at = {});
+
+// The group statistics of an earlier analysis.json again, with `options`' statistics: groups,
+// comparisons (paired where the design is), Holm and the detectable effects, recomputed from its runs[]
+// as recorded (group, seed, data_seed — the seed when absent —, model, final_loss, time_in_saddle,
+// episodes' escape_steps and censored). runs[], divergence, attribution and theory are kept as written:
+// they need the run directories. For published results whose run directories are not kept. Errors name
+// the run index and key; a baseline that is no group.
+Result<nlohmann::json> reanalyze(const nlohmann::json& earlier, const AnalysisOptions& options);
 
 // analysis.json's text: `analysis` as JSON indented by two spaces, with a final newline. Strings that
 // came from run files are not always UTF-8 (a byte of an op name in ops.csv, of a field echoed in an
