@@ -192,8 +192,15 @@ std::string analysis_verdict(const json& a) {
       std::string where = x["op"].is_string() ? fmt::format(" at {} {}", x["op"].get<std::string>(), x["phase"].get<std::string>()) : "";
       if (x["config"].is_string()) where += " (" + x["config"].get<std::string>() + ")";
       std::string step = x["step"].is_number() ? fmt::format(", step {}", x["step"].get<int64_t>()) : "";
-      out += fmt::format("  difference:  {}{} — {}, seed {}{}\n", x["verdict"].get<std::string>(), where,
-                         x["evidence"].get<std::string>(), x["seed"].get<int64_t>(), step);
+      const std::string verdict = x["verdict"] == "rounding" ? "within rounding bound" : x["verdict"].get<std::string>();
+      out += fmt::format("  difference:  {}{} — {}, seed {}{}\n", verdict, where, x["evidence"].get<std::string>(),
+                         x["seed"].get<int64_t>(), step);
+      const json& d = x.contains("detection") ? x["detection"] : json();
+      if (d.is_object() && d["fewest_compared"].is_number())
+        out += fmt::format("  sampled:     {} elements of the least-sampled op: an anomaly in {}% of an op's elements shows "
+                           "with probability {} ({}% needs {})\n",
+                           d["fewest_compared"].get<int64_t>(), g(json(100 * d["fraction"].get<double>())),
+                           g(d["probability"]), g(json(100 * d["needed_for"].get<double>())), d["needed"].get<int64_t>());
     }
   }
   const json& t = a["theory"];

@@ -458,6 +458,23 @@ json op_verdicts_json(const OpAttribution& at) {
   return ops;
 }
 
+// What the sampled elements could catch: the probability that an anomaly confined to 1% of an op's
+// elements shows in at least one of the n elements both sides sampled, 1 − 0.99^n, for the op with the
+// fewest (the weakest evidence of the verdict), and the n that 95% would need.
+json detection_json(const OpAttribution& at) {
+  constexpr double kFraction = 0.01, kWanted = 0.95;
+  int64_t fewest = -1;
+  for (const auto& v : at.ops)
+    if (fewest < 0 || v.compared < fewest) fewest = v.compared;
+  const int64_t needed = static_cast<int64_t>(std::ceil(std::log(1 - kWanted) / std::log(1 - kFraction)));
+  if (fewest < 0) return {{"fewest_compared", nullptr}, {"fraction", kFraction}, {"probability", nullptr}, {"needed_for", kWanted}, {"needed", needed}};
+  return {{"fewest_compared", fewest},
+          {"fraction", kFraction},
+          {"probability", 1 - std::pow(1 - kFraction, static_cast<double>(fewest))},
+          {"needed_for", kWanted},
+          {"needed", needed}};
+}
+
 // The attribution of one pair of runs (same seed, groups a and b) from their divergence.
 json attribution_json(const Group& ga, const Group& gb, const Run& a, const Run& b, const Divergence* d,
                       const AnalysisOptions& o, const Replayer& replay) {
@@ -534,8 +551,11 @@ json attribution_json(const Group& ga, const Group& gb, const Run& a, const Run&
     if (!j.contains("reason"))
       j["reason"] = at.verdict == Verdict::kCode
                         ? fmt::format("{} {} lies beyond the rounding bound in {}", at.op, at.phase, j["config"].get<std::string>())
-                        : "every differing sampled element is within both configs' rounding bounds";
+                        : "every differing sampled element is within both configs' worst-case rounding bounds "
+                          "(gamma_n sum|terms|): another summation order, and also another algorithm of the same "
+                          "precision (MKL vs cuBLAS), satisfy it";
   }
+  j["detection"] = detection_json(at);
   return j;
 }
 

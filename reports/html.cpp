@@ -163,14 +163,18 @@ struct Page {
         const std::string w = c.at("findings").at(k);
         return w == "differs" ? "<span class=\"differs\">differs</span>" : esc(w);
       };
-      rows.push_back({esc(c.at("a")) + " vs " + esc(c.at("b")), word("final_loss"), esc(field(fl, "median_difference")),
-                      "[" + esc(field(fl, "ci_low")) + ", " + esc(field(fl, "ci_high")) + "]",
+      const json& d = c.at("difference");
+      rows.push_back({esc(c.at("a")) + " vs " + esc(c.at("b")), word("final_loss"),
+                      esc(d.at("estimate")) + " <span class=\"note\">(" + esc(d.at("kind")) + ")</span>",
+                      "[" + esc(d.at("low")) + ", " + esc(d.at("high")) + "]",
                       esc(field(fl, "cliffs_delta")) + " " + esc(field(fl, "magnitude")), esc(show_p(fl.at("p_holm"))),
-                      esc(pw.at("detectable_cliffs_delta")), word("escape"), esc(show_p(c.at("logrank").at("p_holm"))),
+                      pw.at("detectable_shift_sd").is_number() ? esc(pw.at("detectable_shift_sd")) + " SD"
+                                                               : "none <span class=\"note\">(min p " + esc(show_p(pw.at("min_p"))) + ")</span>",
+                      word("escape"), esc(show_p(c.at("logrank").at("p_holm"))),
                       word("time_in_saddle"), esc(show_p(c.at("time_in_saddle").at("p_holm"))),
                       cause + (at.is_object() ? " <span class=\"note\">(" + esc(at.at("evidence")) + ")</span>" : "")});
     }
-    table({"a vs b", "final loss", "median a − b", "CI", "Cliff's δ", "Holm p", "detectable |δ|", "escape",
+    table({"a vs b", "final loss", "a − b", "95% CI", "Cliff's δ", "Holm p", "detectable shift", "escape",
            "log-rank Holm p", "time in saddle", "Holm p", "cause (evidence)"},
           rows);
     p(fmt::format("Final loss: Mann–Whitney U; CI: percentile bootstrap of the difference in medians at level {}; Holm "

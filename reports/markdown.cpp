@@ -65,16 +65,19 @@ std::string render_markdown(const json& m) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : v.at("comparisons")) {
     const json& fl = c.at("final_loss");
+    const json& d = c.at("difference");
+    const json& pw = c.at("power").at("final_loss");
     rows.push_back({cell(c.at("a")) + " vs " + cell(c.at("b")), cell(c.at("findings").at("final_loss")),
-                    cell(field(fl, "median_difference")),
-                    "[" + cell(field(fl, "ci_low")) + ", " + cell(field(fl, "ci_high")) + "]",
+                    cell(d.at("estimate")) + " (" + cell(d.at("kind")) + ")",
+                    "[" + cell(d.at("low")) + ", " + cell(d.at("high")) + "]",
                     cell(field(fl, "cliffs_delta")), cell(show_p(fl.at("p_holm"))),
-                    cell(c.at("power").at("final_loss").at("detectable_cliffs_delta")),
+                    pw.at("detectable_shift_sd").is_number() ? cell(pw.at("detectable_shift_sd")) + " SD"
+                                                             : "none (min p " + cell(show_p(pw.at("min_p"))) + ")",
                     cell(c.at("findings").at("escape")), cell(show_p(c.at("logrank").at("p_holm"))),
                     cell(c.at("findings").at("cause"))});
   }
   if (!rows.empty())
-    s += table({"a vs b", "final loss", "median a − b", "CI", "Cliff's δ", "Holm p", "detectable \\|δ\\|", "escape",
+    s += table({"a vs b", "final loss", "a − b", "95% CI", "Cliff's δ", "Holm p", "detectable shift", "escape",
                 "log-rank Holm p", "cause"},
                rows);
 

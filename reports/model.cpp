@@ -96,7 +96,10 @@ std::string finding(const json& test, double alpha) {
   const json& p = field(test, "p_holm");
   if (!field(test, "defined").is_boolean() || !test.at("defined").get<bool>() || !p.is_number()) return "not testable";
   if (p.get<double>() < alpha) return "differs";
-  // A Mann–Whitney test that could not reach alpha with any data says nothing: not "no difference".
+  // A test that could not reach significance with any data says nothing: not "no difference". The
+  // analysis says so after its Holm correction; analyses written before it, Mann–Whitney at alpha.
+  if (field(test, "detectable").is_object())
+    return field(test, "detectable").at("can_be_significant").get<bool>() ? "no difference found" : "too few runs to tell";
   if (field(test, "n_a").is_number_integer() && field(test, "n_b").is_number_integer() &&
       analysis::mann_whitney_detectable(test.at("n_a").get<int64_t>(), test.at("n_b").get<int64_t>(), alpha).min_p >
           alpha)
@@ -104,17 +107,41 @@ std::string finding(const json& test, double alpha) {
   return "no difference found";
 }
 
+// What the test could have seen: the analysis's own `detectable` (at the α/m its Holm correction
+// applies, by simulation) when the analysis wrote one, else Noether's approximation at alpha for
+// analyses written before it.
 json power_of(const json& test, double alpha) {
   const int64_t na = field(test, "n_a").is_number() ? field(test, "n_a").get<int64_t>() : 0;
   const int64_t nb = field(test, "n_b").is_number() ? field(test, "n_b").get<int64_t>() : 0;
-  const auto d = analysis::mann_whitney_detectable(na, nb, alpha, 0.8);
+  const json& d = field(test, "detectable");
+  if (d.is_object()) {
+    const bool paired = field(test, "test") == "wilcoxon_signed_rank";
+    return {{"n_a", na},
+            {"n_b", nb},
+            {"pairs", paired ? field(field(test, "paired"), "n_pairs") : json(nullptr)},
+            {"alpha", field(d, "alpha")},
+            {"after_holm", true},
+            {"power", field(d, "power")},
+            {"min_p", field(d, "min_p")},
+            {"n_needed", field(d, "n_needed")},
+            {"detectable_cliffs_delta", field(d, "cliffs_delta")},
+            {"detectable_shift_sd", field(d, "shift_sd")},
+            {"sd_unit", field(d, "sd_unit")},
+            {"detectable_shift", field(d, "shift")}};
+  }
+  const auto e = analysis::mann_whitney_detectable(na, nb, alpha, 0.8);
   return {{"n_a", na},
           {"n_b", nb},
+          {"pairs", nullptr},
           {"alpha", alpha},
+          {"after_holm", false},
           {"power", 0.8},
-          {"min_p", number(d.min_p)},
-          {"detectable_cliffs_delta", number(d.cliffs_delta)},
-          {"detectable_shift_sd", number(d.shift_sd)}};
+          {"min_p", number(e.min_p)},
+          {"n_needed", nullptr},
+          {"detectable_cliffs_delta", number(e.cliffs_delta)},
+          {"detectable_shift_sd", number(e.shift_sd)},
+          {"sd_unit", "SD"},
+          {"detectable_shift", nullptr}};
 }
 
 // One comparison's sentence-ready record: the analysis's numbers, the findings and the power.
@@ -127,6 +154,15 @@ json comparison_model(const json& c, const json& attribution, double alpha) {
       {"time_in_saddle", finding(field(c, "time_in_saddle"), alpha)},
       {"escape", lr.is_object() && field(lr, "defined").is_boolean() ? finding(lr, alpha) : "not testable"},
   };
+  // The difference the tables show: the paired mean with its t interval in a paired design, else the
+  // difference in medians with its bootstrap interval.
+  const json& fl = field(c, "final_loss");
+  const json& paired = field(fl, "paired");
+  out["difference"] = paired.is_object()
+                          ? json{{"kind", "paired mean"}, {"estimate", field(paired, "mean_difference")},
+                                 {"low", field(paired, "t_ci_low")}, {"high", field(paired, "t_ci_high")}}
+                          : json{{"kind", "median"}, {"estimate", field(fl, "median_difference")},
+                                 {"low", field(fl, "ci_low")}, {"high", field(fl, "ci_high")}};
   out["power"] = {{"final_loss", power_of(field(c, "final_loss"), alpha)},
                   {"time_in_saddle", power_of(field(c, "time_in_saddle"), alpha)}};
   out["attribution"] = nullptr;
@@ -148,21 +184,33 @@ std::string comparison_sentence(const json& c, double alpha) {
   if (f.at("final_loss") == "not testable") {
     s += "final loss not testable";
   } else {
-    s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})",
-                     f.at("final_loss").get<std::string>(), show(fl.at("median_difference")), show(fl.at("ci_low")),
-                     show(fl.at("ci_high")), show(fl.at("cliffs_delta")), show_p(fl.at("p_holm")));
+    const json& paired = field(fl, "paired");
+    if (paired.is_object())
+      s += fmt::format("final loss {} (paired over {} seeds: mean difference {} [{}, {}], relative {} [{}, {}]; "
+                       "Wilcoxon signed-rank Holm p {}; unpaired Cliff's δ {})",
+                       f.at("final_loss").get<std::string>(), show(paired.at("n_pairs")), show(paired.at("mean_difference")),
+                       show(paired.at("t_ci_low")), show(paired.at("t_ci_high")), show_percent(paired.at("relative_mean_difference")),
+                       show_percent(paired.at("relative_t_ci_low")), show_percent(paired.at("relative_t_ci_high")),
+                       show_p(fl.at("p_holm")), show(fl.at("cliffs_delta")));
+    else
+      s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})",
+                       f.at("final_loss").get<std::string>(), show(fl.at("median_difference")), show(fl.at("ci_low")),
+                       show(fl.at("ci_high")), show(fl.at("cliffs_delta")), show_p(fl.at("p_holm")));
     const json& pw = c.at("power").at("final_loss");
     if (f.at("final_loss") != "differs") {
-      if (pw.at("detectable_cliffs_delta").is_number())
-        s += fmt::format(
-            ", though with {} vs {} runs only an effect of |δ| ≥ {} (a shift of {} SD) was "
-            "detectable at power 0.8",
-            pw.at("n_a").get<int64_t>(), pw.at("n_b").get<int64_t>(), show(pw.at("detectable_cliffs_delta")),
-            show(pw.at("detectable_shift_sd")));
+      const std::string sizes = pw.at("pairs").is_number() ? fmt::format("{} pairs", show(pw.at("pairs")))
+                                                            : fmt::format("{} vs {} runs", show(pw.at("n_a")), show(pw.at("n_b")));
+      const std::string level = pw.at("after_holm").get<bool>() ? fmt::format("α = {} (Holm's threshold for the smallest p)", show(pw.at("alpha")))
+                                                                 : fmt::format("α = {}", show(pw.at("alpha")));
+      if (pw.at("detectable_shift_sd").is_number())
+        s += fmt::format(", though with {} only a shift of {} {}{} was detectable at power {} and {}", sizes,
+                         show(pw.at("detectable_shift_sd")), pw.at("sd_unit").get<std::string>(),
+                         pw.at("detectable_shift").is_number() ? " (" + show(pw.at("detectable_shift")) + " in loss)" : "",
+                         show(pw.at("power")), level);
       else
-        s += fmt::format(", and with {} vs {} runs no effect could have reached α = {} (smallest possible p {})",
-                         pw.at("n_a").get<int64_t>(), pw.at("n_b").get<int64_t>(), show(json(alpha)),
-                         show_p(pw.at("min_p")));
+        s += fmt::format(", and with {} no effect could have reached {} (smallest possible p {}{})", sizes, level,
+                         show_p(pw.at("min_p")),
+                         pw.at("n_needed").is_number() ? "; needs " + show(pw.at("n_needed")) + (pw.at("pairs").is_number() ? " pairs" : " runs per group") : "");
     }
   }
   const json& lr = c.at("logrank");
@@ -173,7 +221,7 @@ std::string comparison_sentence(const json& c, double alpha) {
     const std::string v = at.at("verdict").is_string() ? at.at("verdict").get<std::string>() : "none";
     if (v == "identical") s += "; the paired runs are bitwise identical";
     else if (v == "rounding")
-      s += fmt::format("; their runs differ by rounding only (first at {} {}, step {})",
+      s += fmt::format("; their runs differ only within float32's rounding bound (first at {} {}, step {})",
                        at.at("op").is_string() ? at.at("op").get<std::string>() : "?",
                        at.at("phase").is_string() ? at.at("phase").get<std::string>() : "", show(at.at("step")));
     else if (v == "code")
@@ -219,7 +267,7 @@ json verdict_model(const StudyData& study, double alpha) {
       if (causes.count(k))
         why += fmt::format("{}{} {}", why.empty() ? "" : ", ", causes[k],
                            std::string(k) == "code"        ? "by a code-path difference"
-                           : std::string(k) == "rounding"  ? "by rounding only"
+                           : std::string(k) == "rounding"  ? "within the rounding bound only"
                            : std::string(k) == "identical" ? "bitwise identical"
                            : std::string(k) == "undetermined" ? "differing for a cause outside the sampled ops"
                                                                : "not examined");
@@ -424,6 +472,10 @@ std::string show(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   return "—";
+}
+
+std::string show_percent(const json& v) {
+  return v.is_number() ? fmt::format("{:+.3g}%", 100 * v.get<double>()) : "—";
 }
 
 std::string show_p(const json& v) {

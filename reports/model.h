@@ -74,5 +74,7 @@ std::string run_label(const nlohmann::json& run);
 std::string show(const nlohmann::json& v);
 // A p-value: 4 decimals, "< 0.0001" below that, "—" for null.
 std::string show_p(const nlohmann::json& v);
+// A fraction as a signed percentage, 3 significant digits ("+0.125%"); "—" when not a number.
+std::string show_percent(const nlohmann::json& v);
 
 }  // namespace saddlescope::reports

@@ -216,7 +216,7 @@ TEST_F(ReportInput, AMissingKeyAtAnyLevelIsAOneLineErrorNamingTheFileAndTheKey) 
       {"/divergence/0/snapshots/1", "step"},        // a figure's series: a divergence curve's point
       {"/theory/points/0", "predicted"},            // a figure's series: a theory fit's point
       {"/comparisons/0", "b"},                      // a comparison (the verdict)
-      {"/comparisons/0/final_loss", "ci_low"},      // a comparison's test (the verdict's sentence)
+      {"/comparisons/0/final_loss", "cliffs_delta"},  // a comparison's test (the verdict's sentence)
       {"/attribution/0", "verdict"},                // an attribution (the cause in the verdict)
       {"/groups/1/final_loss", "q3"},               // a group's summary (the final-loss figure)
   };
