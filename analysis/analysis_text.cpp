@@ -163,7 +163,8 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) 
                                                         "growth.n", "growth.r2", "error"})},
       {"attribution.csv", table(items(a["attribution"]), {"a", "b", "seed", "run_a", "run_b", "verdict", "step", "op",
                                                           "phase", "config", "evidence", "reason"})},
-      {"theory.csv", table(items(a["theory"]["points"]), {"run_id", "entry_step", "predicted", "observed", "optimizer", "exit_rule"})},
+      {"theory.csv", table(items(a["theory"]["points"]), {"run_id", "entry_step", "predicted", "observed", "residual",
+                                                          "optimizer", "exit_rule", "kind", "perturbation"})},
   };
 }
 
@@ -205,8 +206,13 @@ std::string analysis_verdict(const json& a) {
   }
   const json& t = a["theory"];
   if (t["n"].get<int64_t>() > 0)
-    out += fmt::format("theory: observed ≈ {} + {} × predicted escape steps, R² {}, n {}\n", g(t["intercept"]),
-                       g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>());
+    out += fmt::format("theory: observed ≈ {} + {} × predicted escape steps, R² {}, n {}; slope − 1 = {} standard errors\n",
+                       g(t["intercept"]), g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>(), g(t["slope_minus_one_se"]));
+  if (t.contains("by_noise"))
+    for (const auto& l : t["by_noise"])
+      if (l.contains("slope"))
+        out += fmt::format("theory, within perturbation {}: slope {} (± {}), R² {}, n {}\n", l["perturbation"].get<std::string>(),
+                           g(l["slope"]), g(l["slope_std_error"]), g(l["r2"]), l["n"].get<int64_t>());
   for (const auto& [optimizer, d] : t["departures"].items())
     out += fmt::format("theory, {} (not fitted): observed / predicted median {} [{}, {}], n {}\n", optimizer,
                        g(d["median_observed_over_predicted"]), g(d["min"]), g(d["max"]), d["n"].get<int64_t>());

@@ -307,7 +307,8 @@ json episode_json(const Episode& e) {
 json run_json(const Run& r, const AnalysisOptions& o) {
   json j = {{"run_id", r.id},     {"path", r.path},         {"group", r.group.empty() ? json(nullptr) : json(r.group)},
             {"seed", r.seed},     {"data_seed", r.data_seed}, {"model", r.model}, {"status", r.status},     {"skipped", r.skipped.empty() ? json(nullptr) : json(r.skipped)},
-            {"optimizer", r.optimizer}, {"final_loss", opt(r.final_loss)}, {"eval_mse", opt(r.eval_mse)},
+            {"optimizer", r.optimizer}, {"perturbation", r.perturbation.is_null() ? json("none") : r.perturbation},
+            {"final_loss", opt(r.final_loss)}, {"eval_mse", opt(r.eval_mse)},
             {"baseline_mse", opt(r.baseline_mse)}};
   j["learns"] = r.eval_mse && r.baseline_mse ? json(*r.eval_mse < *r.baseline_mse) : json(nullptr);
   j["steps_completed"] = r.dir ? json(r.dir->manifest().steps_completed) : json(nullptr);
@@ -762,7 +763,8 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
       const json& p = ep["theory"]["predicted_escape_steps"];
       if (ep["censored"].get<bool>() || !p.is_number()) continue;
       json point = {{"run_id", r["run_id"]}, {"entry_step", ep["entry_step"]}, {"predicted", p},
-                    {"observed", ep["escape_steps"]}, {"optimizer", r["optimizer"]}, {"exit_rule", ep["exit_rule"]}};
+                    {"observed", ep["escape_steps"]}, {"optimizer", r["optimizer"]}, {"exit_rule", ep["exit_rule"]},
+                    {"kind", ep.value("kind", "strict")}, {"perturbation", r.value("perturbation", json("none"))}};
       if (sgd && ep["exit_rule"] == "loss") {
         predicted.push_back(p.get<double>());
         observed.push_back(ep["escape_steps"].get<double>());
@@ -789,8 +791,36 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
     theory["intercept"] = num(fit->intercept);
     theory["r2"] = num(fit->r_squared);
     theory["slope_std_error"] = num(fit->slope_std_error);
+    // How far the slope is from the theory's 1, in standard errors, and each point's residual.
+    theory["slope_minus_one_se"] = num((fit->slope - 1) / fit->slope_std_error);
+    for (auto& point : theory["points"])
+      point["residual"] = num(point["observed"].get<double>() - (fit->intercept + fit->slope * point["predicted"].get<double>()));
   } else {
     theory["note"] = fit.status().message();
+  }
+  // The fit within each noise level (perturbation), so that an R² carried by the chosen range of σ shows:
+  // within one level the prediction must still order the episodes.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_noise;
+  for (const auto& point : theory["points"]) {
+    const json& pert = point["perturbation"];
+    auto& [x, y] = by_noise[pert.is_string() ? pert.get<std::string>() : pert.dump()];
+    x.push_back(point["predicted"].get<double>());
+    y.push_back(point["observed"].get<double>());
+  }
+  theory["by_noise"] = json::array();
+  for (const auto& [noise, xy] : by_noise) {
+    json level = {{"perturbation", noise}, {"n", xy.first.size()}};
+    if (auto fit = xy.first.size() >= 3 ? fit_line(xy.first, xy.second) : Result<LinearFit>(Status::Error("fewer than 3 points"));
+        fit.ok()) {
+      level["slope"] = num(fit->slope);
+      level["intercept"] = num(fit->intercept);
+      level["r2"] = num(fit->r_squared);
+      level["slope_std_error"] = num(fit->slope_std_error);
+      level["slope_minus_one_se"] = num((fit->slope - 1) / fit->slope_std_error);
+    } else {
+      level["note"] = fit.status().message();
+    }
+    theory["by_noise"].push_back(level);
   }
   out["theory"] = theory;
   return out;

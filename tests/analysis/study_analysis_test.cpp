@@ -32,11 +32,13 @@ struct PlantedRun {
   store::RunStatus status = store::RunStatus::kCompleted;
   std::string model;           // the study's model table ("": none recorded)
   int64_t data_seed = -1;      // the config's data_seed (-1: not recorded, = seed)
+  double g_dot_vmin = 1e-3;    // the gradient along v_min on the plateau (the theory's r0 = |g·v|/|λ|)
+  std::string perturbation;    // the config's perturbation ("": none recorded)
 };
 
 // Probes every 10 steps over 200 steps: away from saddles until 20, on a plateau with λmin = −1 from
 // 30 (entered there: the loss stopped falling at 20), the loss 5% lower from `escape_at` on.
-std::vector<store::CurvatureRow> planted_curvature(int64_t escape_at) {
+std::vector<store::CurvatureRow> planted_curvature(int64_t escape_at, double g_dot_vmin = 1e-3) {
   std::vector<store::CurvatureRow> rows;
   for (int64_t s = 0; s <= 200; s += 10) {
     store::CurvatureRow r;
@@ -46,7 +48,7 @@ std::vector<store::CurvatureRow> planted_curvature(int64_t escape_at) {
     r.probe_grad_norm = descending ? 4.0 : 0.1;
     r.lambda_min = escaped ? 0.5 : descending ? 0.2 : -1.0;
     r.lambda_max = 10;
-    r.g_dot_vmin = 1e-3;
+    r.g_dot_vmin = g_dot_vmin;
     r.trace = r.trace_se = r.negative_mass = r.negative_mass_lower = r.negative_mass_upper = NAN;
     r.hessian_lipschitz = NAN;
     rows.push_back(r);
@@ -62,6 +64,7 @@ std::string add_planted(const std::string& study, const PlantedRun& p) {
   m.config["optimizer"] = p.optimizer;
   m.config["steps"] = 200;
   if (p.data_seed >= 0) m.config["data_seed"] = p.data_seed;
+  if (!p.perturbation.empty()) m.config["perturbation"] = p.perturbation;
   if (p.status == store::RunStatus::kCompleted) {
     m.steps_completed = 200;
     m.final_loss = p.final_loss;
@@ -71,7 +74,7 @@ std::string add_planted(const std::string& study, const PlantedRun& p) {
   std::vector<store::MetricsRow> metrics;
   for (int64_t s = 0; s < 200; ++s) metrics.push_back({s, 1.0 + p.loss_offset, 0.5, 0.01, 0.0});
   testing::write_rows(*dir, &m, store::kMetrics, metrics);
-  if (p.curvature) testing::write_rows(*dir, &m, store::kCurvature, planted_curvature(p.escape_at));
+  if (p.curvature) testing::write_rows(*dir, &m, store::kCurvature, planted_curvature(p.escape_at, p.g_dot_vmin));
   for (int64_t step : {int64_t{0}, int64_t{200}}) {
     const std::string snap = store::snapshot_dir(*dir, step);
     std::filesystem::create_directories(snap);
@@ -515,6 +518,34 @@ TEST(StudyAnalysis, TheTheoryFitsSgdEpisodes) {
   EXPECT_DOUBLE_EQ(th["r0"].get<double>(), 1e-3);
   EXPECT_DOUBLE_EQ(th["R"].get<double>(), std::sqrt(0.02));
   EXPECT_DOUBLE_EQ(th["predicted_escape_steps"].get<double>(), std::log(std::sqrt(0.02) / 1e-3) / std::log1p(0.01));
+}
+
+TEST(StudyAnalysis, TheTheoryFitReportsItsSlopeAgainstOneResidualsAndEachNoiseLevel) {
+  testing::TempDir dir;
+  // r0 from 1e-2 to 1e-5: predictions from 130 to 820 steps; escapes at 50, 70, 90, 110 (probe steps).
+  const double g[] = {1e-2, 1e-3, 1e-4, 1e-5};
+  for (int64_t s = 0; s < 4; ++s) {
+    PlantedRun p{"sgd", s, 50 + 20 * s};
+    p.optimizer = "sgd";
+    p.g_dot_vmin = g[s];
+    p.perturbation = s < 2 ? "gaussian:1e-3:absolute" : "gaussian:1e-6:absolute";
+    add_planted(dir.path(), p);
+  }
+  auto a = analyze_study(dir.path(), fast());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const json& t = (*a)["theory"];
+  ASSERT_EQ(t["n"], 4);
+  ASSERT_TRUE(t["slope"].is_number()) << t.dump(2);
+  EXPECT_DOUBLE_EQ(t["slope_minus_one_se"].get<double>(),
+                   (t["slope"].get<double>() - 1) / t["slope_std_error"].get<double>());
+  double residuals = 0;
+  for (const auto& p : t["points"]) residuals += p["residual"].get<double>();
+  EXPECT_NEAR(residuals, 0, 1e-9) << "least squares with an intercept";
+  ASSERT_EQ(t["by_noise"].size(), 2u);
+  EXPECT_EQ(t["by_noise"][0]["perturbation"], "gaussian:1e-3:absolute");
+  EXPECT_EQ(t["by_noise"][0]["n"], 2);
+  EXPECT_EQ(t["by_noise"][0]["note"], "fewer than 3 points");
+  EXPECT_NE(analysis_verdict(*a).find("standard errors"), std::string::npos);
 }
 
 TEST(StudyAnalysis, BadOptionsAndStudiesAreErrors) {
