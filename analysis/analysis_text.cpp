@@ -6,6 +6,7 @@
 
 #include "saddlescope/analysis/study_analysis.h"
 #include "saddlescope/store/csv.h"
+#include "saddlescope/store/json_input.h"
 
 namespace saddlescope::analysis {
 namespace {
@@ -207,13 +208,14 @@ std::string analysis_verdict(const json& a) {
   const json& t = a["theory"];
   if (t["n"].get<int64_t>() > 0)
     out += fmt::format("theory: observed ≈ {} + {} × predicted escape steps, R² {}, n {}; slope − 1 = {} standard errors\n",
-                       g(t["intercept"]), g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>(), g(t["slope_minus_one_se"]));
+                       g(t["intercept"]), g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>(),
+                       g(store::field(t, "slope_minus_one_se")));
   if (t.contains("by_noise"))
     for (const auto& l : t["by_noise"])
       if (l.contains("slope"))
         out += fmt::format("theory, within perturbation {}: slope {} (± {}), R² {}, n {}\n", l["perturbation"].get<std::string>(),
                            g(l["slope"]), g(l["slope_std_error"]), g(l["r2"]), l["n"].get<int64_t>());
-  for (const auto& [optimizer, d] : t["departures"].items())
+  for (const auto& [optimizer, d] : store::field(t, "departures").items())  // absent in files before it
     out += fmt::format("theory, {} (not fitted): observed / predicted median {} [{}, {}], n {}\n", optimizer,
                        g(d["median_observed_over_predicted"]), g(d["min"]), g(d["max"]), d["n"].get<int64_t>());
   return out;

@@ -106,7 +106,8 @@ json paired(const std::vector<int64_t>& seeds, const std::vector<double>& a, con
     j["relative_t_ci_low"] = num(r.lower);
     j["relative_t_ci_high"] = num(r.upper);
   } else {
-    j["relative_mean_difference"] = nullptr;  // a baseline value of 0: no relative scale
+    // A baseline value of 0: no relative scale.
+    j["relative_mean_difference"] = j["relative_t_ci_low"] = j["relative_t_ci_high"] = nullptr;
   }
   return j;
 }
