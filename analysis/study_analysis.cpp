@@ -49,6 +49,7 @@ struct Run {
   std::vector<store::MetricsRow> metrics;
   std::vector<store::SymmetryRow> symmetry;  // empty without a symmetry probe
   std::optional<RunEpisodes> episodes;
+  bool probe_counts = true;   // false: a reanalysed file from before negative/significant/flat counts
   std::string episodes_note;  // why there are no episodes (no curvature probe, unreadable curvature.csv)
   std::vector<int64_t> refined_steps;  // snapshot steps the refine pass evaluated
   std::string refine_note;             // why a refine evaluation failed
@@ -374,10 +375,12 @@ json summary_json(std::vector<double> v) {
 json group_json(const Group& g, const AnalysisOptions& o) {
   std::set<int64_t> seeds;
   int64_t with_curvature = 0, probes = 0, negative = 0, significant = 0, flat_runs = 0;
+  bool counts_known = true;
   for (const Run* r : g.runs) {
     seeds.insert(r->seed);
     with_curvature += r->episodes.has_value();
     if (!r->episodes) continue;
+    if (!r->probe_counts) counts_known = false;
     probes += r->episodes->probe_count;
     negative += r->episodes->negative_probes;
     significant += r->episodes->significant_probes;
@@ -393,9 +396,9 @@ json group_json(const Group& g, const AnalysisOptions& o) {
           {"seeds", seeds},
           {"n_with_curvature", with_curvature},
           {"probes", probes},
-          {"probes_negative", negative},
-          {"probes_significant", significant},
-          {"n_flat", flat_runs},
+          {"probes_negative", counts_known ? json(negative) : json(nullptr)},
+          {"probes_significant", counts_known ? json(significant) : json(nullptr)},
+          {"n_flat", counts_known ? json(flat_runs) : json(nullptr)},
           {"n_with_episode", g.escapes.size()},
           {"n_escaped", km.events},
           {"n_censored", km.censored},
@@ -870,6 +873,7 @@ Result<Run> recorded_run(const json& r, size_t index) {
     e.negative_probes = count("negative_probes");
     e.significant_probes = count("significant_probes");
     e.flat_probes = count("flat_probes");
+    x.probe_counts = r.contains("negative_probes");
     for (const auto& ep : r["episodes"]) {
       if (!ep.is_object() || !ep.contains("escape_steps") || !ep["escape_steps"].is_number_integer() ||
           !ep.contains("censored") || !ep["censored"].is_boolean())

@@ -171,7 +171,10 @@ Command add_analyze(CLI::App& app) {
     Status valid = o.validate();
     if (!valid.ok()) return fail("--" + valid.message());
     if (!args->reanalyze.empty()) return reanalyze(args->reanalyze, args->out, args->study, o);
-    if (args->study.empty()) return fail("analyze: give a study directory, or --reanalyze ANALYSIS_JSON --out DIR");
+    if (args->study.empty()) {  // a usage error, as CLI11's own: exit 2
+      fail("analyze: give a study directory, or --reanalyze ANALYSIS_JSON --out DIR");
+      return 2;
+    }
     if (!args->out.empty()) return fail("--out: only with --reanalyze (a study's analysis goes to STUDY_DIR/analysis)");
     auto dir = store::AtomicDir::begin(args->study + "/analysis");
     if (!dir) return fail(dir.status().message());
