@@ -376,8 +376,10 @@ json group_json(const Group& g, const AnalysisOptions& o) {
   std::set<int64_t> seeds;
   int64_t with_curvature = 0, probes = 0, negative = 0, significant = 0, flat_runs = 0;
   bool counts_known = true;
+  std::vector<double> eval_mse;
   for (const Run* r : g.runs) {
     seeds.insert(r->seed);
+    if (r->eval_mse) eval_mse.push_back(*r->eval_mse);
     with_curvature += r->episodes.has_value();
     if (!r->episodes) continue;
     if (!r->probe_counts) counts_known = false;
@@ -407,6 +409,7 @@ json group_json(const Group& g, const AnalysisOptions& o) {
           {"median_escape_lower", opt(km.median_lower)},
           {"median_escape_upper", opt(km.median_upper)},
           {"final_loss", summary_json(g.final_loss)},
+          {"eval_mse", summary_json(eval_mse)},
           {"time_in_saddle", summary_json(g.time_in_saddle)}};
 }
 
