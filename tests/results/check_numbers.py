@@ -9,8 +9,8 @@ hosts' fingerprints (env*.txt). A number in
 the README's prose or tables (not in code, links or headings) counts as found when some data value, shown
 with the same number of decimals, reads the same: 0.03063 is found in 0.030634..., 2.30 in 2.2962..., a
 percentage 0.72% in 0.0072..., and a number written without a sign in either sign of a value (tables
-say which difference they show). Checked: every decimal number, every percentage and every integer
-written with a thousands separator (1,248) or followed by × (a ratio); plain small integers (seeds,
+say which difference they show). Checked: every decimal number, every percentage, every m·10ⁿ and
+every integer written with a thousands separator (1,248) or followed by × (a ratio); plain small integers (seeds,
 steps, counts of configs) are settings, not measurements, and are left alone.
 
 What it cannot see: a number that is in the data but stands for another quantity (a run's value quoted
@@ -19,7 +19,8 @@ run, rounded wrongly. Exits 1 listing each number not found with its line, 0 whe
 Standard library only."""
 import json, math, os, re, sys
 
-NUMBER = re.compile(r"(?<![\w.\-−/])([−\-+]?)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(%|×)?(?![\w.]*[\w/])")
+NUMBER = re.compile(r"(?<![\w.\-−/])([−\-+]?)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(%|×|·10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?(?![\w.]*[\w/])")
+SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 
 
 def data_values(root, readme):
@@ -81,6 +82,12 @@ def check(readme):
         text = fh.read()
     for n, token, number, unit in claims(text):
         decimals = len(number.split(".")[1]) if "." in number else 0
+        if unit and unit.startswith("·10"):  # m·10ⁿ: compare mantissas at the digits shown
+            exponent = int(unit[3:].translate(SUPERSCRIPT))
+            if any(f"{v / 10 ** exponent:.{decimals}f}" in (number, number.lstrip("-")) for v in values):
+                continue
+            missing.append(f"{readme}:{n}: {token} is in no data file beside it")
+            continue
         if unit == "%":  # a fraction shown as a percentage: two more decimals of the fraction
             x = float(number) / 100
             number = f"{x:.{decimals + 2}f}"
