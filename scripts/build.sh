@@ -12,5 +12,8 @@ if [ "${1:-}" = --target ]; then
 fi
 # ccache caches files built with a precompiled header only when told to (its manual, "Precompiled headers").
 export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+# Paths under the clone are hashed relative to it, so that a clone in another folder (CI clones afresh
+# each time) reuses what an earlier one compiled (ccache's manual, "Compiling in different directories").
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build build -j "$(nproc)" "${target[@]}"

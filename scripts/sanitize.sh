@@ -12,6 +12,9 @@ fuzz_seconds=30
 if [ "${1:-}" = --fuzz-seconds ]; then fuzz_seconds=${2:?--fuzz-seconds needs a number}; fi
 
 export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+# Paths under the clone are hashed relative to it, so that a clone in another folder (CI clones afresh
+# each time) reuses what an earlier one compiled (ccache's manual, "Compiling in different directories").
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" \
