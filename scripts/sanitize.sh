@@ -15,6 +15,9 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_fi
 # Paths under the clone are hashed relative to it, so that a clone in another folder (CI clones afresh
 # each time) reuses what an earlier one compiled (ccache's manual, "Compiling in different directories").
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+# A -g build hashes its working directory too; leave it out, or every clone misses (debug info then names
+# the build folder of whichever clone compiled an object first).
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" \
