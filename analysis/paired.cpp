@@ -40,16 +40,7 @@ WilcoxonResult wilcoxon_signed_rank(const std::vector<double>& d, int exact_max)
     r.p_value = 1;
     return r;
   }
-  double w = 0, ties = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    size_t positive = 0;
-    for (; j < n && magnitudes[j].first == magnitudes[i].first; ++j) positive += magnitudes[j].second;
-    const double t = static_cast<double>(j - i), midrank = (static_cast<double>(i + j) + 1) / 2;
-    w += midrank * static_cast<double>(positive);
-    ties += t * t * t - t;
-    i = j;
-  }
+  const auto [w, ties] = detail::flagged_rank_sum(magnitudes);  // ranks of |d|, summed over d > 0
   r.w_plus = w;
   const double dn = static_cast<double>(n);
   if (ties == 0 && n <= static_cast<size_t>(exact_max)) {

@@ -38,6 +38,21 @@ void check_sample(const std::vector<double>& v) {
   for (double x : v) SADDLESCOPE_CHECK(std::isfinite(x));
 }
 
+RankSums flagged_rank_sum(const std::vector<std::pair<double, bool>>& sorted) {
+  RankSums r;
+  const size_t n = sorted.size();
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    size_t flagged = 0;
+    for (; j < n && sorted[j].first == sorted[i].first; ++j) flagged += sorted[j].second;
+    const double t = static_cast<double>(j - i), midrank = (static_cast<double>(i + j) + 1) / 2;
+    r.flagged += midrank * static_cast<double>(flagged);
+    r.ties += t * t * t - t;
+    i = j;
+  }
+  return r;
+}
+
 }  // namespace detail
 
 namespace {
@@ -83,16 +98,7 @@ MannWhitneyResult mann_whitney(const std::vector<double>& x, const std::vector<d
   for (double v : x) pooled.emplace_back(v, true);
   for (double v : y) pooled.emplace_back(v, false);
   std::sort(pooled.begin(), pooled.end());
-  double rank_sum_x = 0, ties = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    size_t from_x = 0;
-    for (; j < n && pooled[j].first == pooled[i].first; ++j) from_x += pooled[j].second;
-    const double t = static_cast<double>(j - i), midrank = (static_cast<double>(i + j) + 1) / 2;
-    rank_sum_x += midrank * static_cast<double>(from_x);
-    ties += t * t * t - t;
-    i = j;
-  }
+  const auto [rank_sum_x, ties] = detail::flagged_rank_sum(pooled);
   MannWhitneyResult r;
   const double dn1 = static_cast<double>(n1), dn2 = static_cast<double>(n2), dn = static_cast<double>(n);
   r.u = rank_sum_x - dn1 * (dn1 + 1) / 2;

@@ -1,6 +1,7 @@
 // Helpers the statistics' files share (stats.cpp, paired.cpp); not part of the module's interface.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "saddlescope/analysis/stats.h"
@@ -11,6 +12,12 @@ namespace saddlescope::analysis::detail {
 double median_in_place(std::vector<double>& v);
 // Its median or mean; reorders v. REQUIRES: non-empty.
 double location(std::vector<double>& v, Location which);
+// Midranks of sorted (value, flagged) pairs: the sum of the flagged ones' midranks, and Σ(t³ − t) over
+// groups of t tied values (the variance correction of both rank tests). REQUIRES: sorted by value.
+struct RankSums {
+  double flagged = 0, ties = 0;
+};
+RankSums flagged_rank_sum(const std::vector<std::pair<double, bool>>& sorted);
 // Checks that v is non-empty and every value finite (a broken REQUIRES aborts).
 void check_sample(const std::vector<double>& v);
 
