@@ -2,8 +2,11 @@
 // GPUs, and the estimate of a whole study's wall time from the same packing.
 #include <gtest/gtest.h>
 
+#include "../store/run_fixture.h"
+#include "saddlescope/store/run_dir.h"
 #include "saddlescope/study/estimate.h"
 #include "saddlescope/study/schedule.h"
+#include "temp_dir.h"
 
 namespace saddlescope::study {
 namespace {
@@ -124,6 +127,31 @@ TEST(Slurm, AJobRecordWhoseJobsLackAnIdAsksAboutNone) {
   ASSERT_TRUE(states.ok()) << states.status().message();
   EXPECT_TRUE(states->empty());
   EXPECT_EQ(source, "unset");  // neither sacct nor squeue was run
+}
+
+// A finished run of a config prices a planned run of it: its step loop split into plain steps and probe
+// evaluations, counted from the config's `probe` specs (the key `study plan` once misread as `probes`,
+// leaving probe time out of every estimate).
+TEST(Estimator, ProbeTimeComesFromTheFinishedRunsProbeSpecs) {
+  testing::TempDir dir;
+  StudyRun run;
+  run.cfg.steps = 100;
+  run.cfg.probes = {"curvature:every=10"};  // steps 0, 10, ..., 90: 10 evaluations
+  store::RunManifest m = testing::make_manifest("done", store::RunStatus::kCompleted, 1, run.cfg.config_key());
+  m.config["probe"] = run.cfg.probes;
+  m.steps_completed = 100;
+  m.timings.train_s = 20;  // 10 s of plain steps and 10 s of probes
+  m.timings.probe_s = 10;
+  m.timings.eval_s = 1;
+  auto d = store::create_run_dir(dir.path(), "done", false);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_TRUE(store::write_manifest(*d, m).ok());
+  Estimator estimator(dir.path(), "", "");
+  Estimate e = estimator.estimate(run, false);
+  EXPECT_EQ(e.source, "1 finished run of its config");
+  // 0.1 s a plain step, 1 s a probe evaluation, 1 s of evaluation; without the probe specs the 10 s of
+  // probes would be missing.
+  EXPECT_NEAR(e.seconds, 0.1 * 100 + 1.0 * 10 + 1, 1e-9);
 }
 
 }  // namespace
