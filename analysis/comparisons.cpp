@@ -185,8 +185,9 @@ json compare_groups(const GroupSample& a, const GroupSample& b, const AnalysisOp
   LogRankResult lr = log_rank({escapes_a, escapes_b});
 
   const std::vector<int64_t> seeds = shared_seeds(a, b);
-  // kAuto: paired when every run of both groups has its partner (same seed, same data order).
-  const bool full = seeds.size() >= 2 && seeds.size() == a.members.size() && seeds.size() == b.members.size();
+  // kAuto: paired when every run of the smaller group has its partner (same seed, same data order) in
+  // the other: a run that failed in one group leaves its partner out, and the rest stay paired.
+  const bool full = seeds.size() >= 2 && seeds.size() == std::min(a.members.size(), b.members.size());
   const bool is_paired = o.pairing == AnalysisOptions::Pairing::kOn ? seeds.size() >= 2
                          : o.pairing == AnalysisOptions::Pairing::kAuto ? full
                                                                          : false;

@@ -326,6 +326,16 @@ TEST(StudyAnalysis, PairingNeedsTheSameDataOrderInEveryRun) {
   const json& c = (*a)["comparisons"][0];
   EXPECT_EQ(c["design"], "independent");
   EXPECT_EQ(c["design_note"], "independent: the groups share 7 of their 8 and 8 runs' seeds and data orders");
+  // A run missing from one group (failed, say) leaves the rest paired: 7 runs, each with its partner.
+  {
+    testing::TempDir other;
+    plant_paired_shift(other.path());
+    std::filesystem::remove_all(other.path() + "/runs/lower-s7");
+    auto b = analyze_study(other.path(), o);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    EXPECT_EQ((*b)["comparisons"][0]["design"], "paired");
+    EXPECT_EQ((*b)["comparisons"][0]["final_loss"]["paired"]["n_pairs"], 7);
+  }
   // Asked for, the pairs are the seven that match.
   o.pairing = AnalysisOptions::Pairing::kOn;
   a = analyze_study(dir.path(), o);

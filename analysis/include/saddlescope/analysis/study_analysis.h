@@ -25,8 +25,9 @@ struct AnalysisOptions {
   std::vector<std::string> group_by;
   std::string baseline;     // a group compared with every other; empty: every pair of groups
   // Paired design: two groups whose runs share seeds and data order (and so, within a model, initial
-  // weights) are compared through per-seed differences. kAuto: paired when the groups' seeds and
-  // data_seeds match run for run; kOn: paired over whatever seeds they share (at least 2); kOff: never.
+  // weights) are compared through per-seed differences. kAuto: paired when every run of the smaller
+  // group has a partner of the same seed and data_seed in the other (at least 2); kOn: paired over
+  // whatever seeds they share (at least 2); kOff: never.
   enum class Pairing { kAuto, kOn, kOff } pairing = Pairing::kAuto;
   double power = 0.8;       // the detection probability of the detectable effects
   double level = 0.95;      // confidence level of the bands and intervals
