@@ -13,8 +13,6 @@
 namespace saddlescope::analysis {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // A standard normal draw by Box–Muller from two 53-bit uniforms: the same numbers with every standard
 // library (std::normal_distribution is not specified bit for bit).
 double normal_draw(std::mt19937_64& rng) {

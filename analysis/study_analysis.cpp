@@ -670,7 +670,10 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
 
   auto grouping = group_runs(runs, o);
   if (!grouping) return grouping.status();
-  const auto& [groups, pairs, by_model] = *grouping;
+  // Named references, not a structured binding: C++17 lambdas cannot capture bindings (clang refuses).
+  const auto& groups = grouping->groups;
+  const auto& pairs = grouping->pairs;
+  const bool by_model = grouping->by_model;
 
   json out;
   out["schema_version"] = 1;
@@ -906,7 +909,8 @@ Result<json> reanalyze(const json& earlier, const AnalysisOptions& o) {
   if (runs.empty()) return Status::Error("runs: empty (nothing to reanalyse)");
   auto grouping = group_runs(runs, o);
   if (!grouping) return grouping.status();
-  const auto& [groups, pairs, by_model] = *grouping;
+  const auto& groups = grouping->groups;
+  const auto& pairs = grouping->pairs;
   json out = earlier;
   json& d = out["definitions"];
   if (!d.is_object()) d = json::object();

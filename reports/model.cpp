@@ -177,7 +177,7 @@ json comparison_model(const json& c, const json& attribution, double alpha) {
   return out;
 }
 
-std::string comparison_sentence(const json& c, double alpha) {
+std::string comparison_sentence(const json& c) {
   const json& f = c.at("findings");
   std::string s = fmt::format("{} vs {}: ", c.at("a").get<std::string>(), c.at("b").get<std::string>());
   const json& fl = c.at("final_loss");
@@ -248,7 +248,7 @@ json verdict_model(const StudyData& study, double alpha) {
     if (f.at("final_loss") == "differs" || f.at("escape") == "differs" || f.at("time_in_saddle") == "differs") ++differ;
     else if (f.at("final_loss") == "too few runs to tell") ++too_few;
     ++causes[f.at("cause").get<std::string>()];
-    m["sentence"] = comparison_sentence(m, alpha);
+    m["sentence"] = comparison_sentence(m);
     sentences.push_back(m["sentence"]);
     comparisons.push_back(std::move(m));
   }
