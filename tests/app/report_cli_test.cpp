@@ -254,7 +254,7 @@ TEST_F(ReportCli, BadInputsAreOneLineErrorsAndLeaveNoReport) {
   ASSERT_LT(escaping, a["groups"].size());
   for (const auto& [where, key] : std::vector<std::pair<std::string, std::string>>{
            {"/runs/0", "status"},
-           {"/comparisons/0/final_loss", "ci_low"},
+           {"/comparisons/0/final_loss", "cliffs_delta"},  // read in a paired design and an independent one
            {"/groups/" + std::to_string(escaping) + "/km/0", "survival"}}) {
     SCOPED_TRACE(where + "/" + key);
     json edited = a;
