@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -213,6 +214,23 @@ json compare_groups(const GroupSample& a, const GroupSample& b, const AnalysisOp
 
 namespace {
 
+// detectable_by_simulation, remembered for the process: the tests of one study share kinds and sizes,
+// and a process that analyses many studies (the fuzzer, the test suites) meets the same ones again.
+DetectableEffect detectable(bool is_paired, int64_t n1, int64_t n2, double alpha, double power, uint64_t seed) {
+  static std::mutex mutex;
+  static std::map<std::tuple<bool, int64_t, int64_t, double, double, uint64_t>, DetectableEffect> known;
+  const auto key = std::make_tuple(is_paired, n1, n2, alpha, power, seed);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  const DetectableEffect e = detectable_by_simulation(
+      is_paired ? RankTest::kWilcoxonSignedRank : RankTest::kMannWhitney, n1, n2, alpha, power, 2000, seed);
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, e);
+  return e;
+}
+
 // The smallest n (pairs, or runs per group of equal size) at which the test's smallest p reaches alpha.
 int64_t size_needed(bool is_paired, double alpha) {
   for (int64_t n = 1; n < 1000; ++n) {
@@ -235,8 +253,6 @@ void apply_holm(json& comparisons, const AnalysisOptions& o) {
   std::vector<double> adjusted = holm_adjust(p);
   const int64_t m = std::count_if(p.begin(), p.end(), [](double x) { return !std::isnan(x); });
   const double alpha = (1 - o.level) / static_cast<double>(std::max<int64_t>(m, 1));
-  // Simulations are shared between tests of one kind and size.
-  std::map<std::tuple<bool, int64_t, int64_t>, DetectableEffect> simulated;
   for (size_t i = 0; i < tests.size(); ++i) {
     json& t = *tests[i];
     t["p_holm"] = num(adjusted[i]);
@@ -244,11 +260,7 @@ void apply_holm(json& comparisons, const AnalysisOptions& o) {
     const bool is_paired = t["test"] == "wilcoxon_signed_rank";
     const int64_t n1 = is_paired ? t["paired"]["n_pairs"].get<int64_t>() : t["n_a"].get<int64_t>();
     const int64_t n2 = is_paired ? 0 : t["n_b"].get<int64_t>();
-    auto key = std::make_tuple(is_paired, n1, n2);
-    if (!simulated.count(key))
-      simulated[key] = detectable_by_simulation(is_paired ? RankTest::kWilcoxonSignedRank : RankTest::kMannWhitney, n1,
-                                                n2, alpha, o.power, 2000, o.seed);
-    const DetectableEffect& e = simulated[key];
+    const DetectableEffect e = detectable(is_paired, n1, n2, alpha, o.power, o.seed);
     const json& sd = is_paired ? t["paired"]["sd_difference"] : t["pooled_sd"];
     json d = {{"alpha", alpha},
               {"tests_in_family", m},
