@@ -49,15 +49,8 @@ WilcoxonResult wilcoxon_signed_rank(const std::vector<double>& d, int exact_max)
       for (size_t s = 0; s < count.size(); ++s) next[s] += count[s], next[s + k] += count[s];
       count = std::move(next);
     }
-    const size_t ws = static_cast<size_t>(std::llround(w));
-    double total = 0, le = 0, ge = 0;
-    for (size_t s = 0; s < count.size(); ++s) {
-      total += count[s];
-      if (s <= ws) le += count[s];
-      if (s >= ws) ge += count[s];
-    }
     r.exact = true;
-    r.p_value = std::min(1.0, 2 * std::min(le, ge) / total);
+    r.p_value = detail::two_sided_exact_p(count, w);
     return r;
   }
   const double var = dn * (dn + 1) * (2 * dn + 1) / 24 - ties / 48;

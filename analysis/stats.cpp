@@ -38,6 +38,17 @@ void check_sample(const std::vector<double>& v) {
   for (double x : v) SADDLESCOPE_CHECK(std::isfinite(x));
 }
 
+double two_sided_exact_p(const std::vector<double>& counts, double observed) {
+  const size_t at = static_cast<size_t>(std::llround(observed));
+  double total = 0, le = 0, ge = 0;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    total += counts[s];
+    if (s <= at) le += counts[s];
+    if (s >= at) ge += counts[s];
+  }
+  return std::min(1.0, 2 * std::min(le, ge) / total);
+}
+
 RankSums flagged_rank_sum(const std::vector<std::pair<double, bool>>& sorted) {
   RankSums r;
   const size_t n = sorted.size();
@@ -116,16 +127,8 @@ MannWhitneyResult mann_whitney(const std::vector<double>& x, const std::vector<d
       }
       count = std::move(next);
     }
-    const std::vector<double>& dist = count[n2];
-    const size_t u = static_cast<size_t>(std::llround(r.u));
-    double total = 0, le = 0, ge = 0;
-    for (size_t v = 0; v < dist.size(); ++v) {
-      total += dist[v];
-      if (v <= u) le += dist[v];
-      if (v >= u) ge += dist[v];
-    }
     r.exact = true;
-    r.p_value = std::min(1.0, 2 * std::min(le, ge) / total);
+    r.p_value = detail::two_sided_exact_p(count[n2], r.u);
     return r;
   }
   const double var = dn1 * dn2 / 12 * ((dn + 1) - ties / (dn * (dn - 1)));

@@ -18,6 +18,10 @@ struct RankSums {
   double flagged = 0, ties = 0;
 };
 RankSums flagged_rank_sum(const std::vector<std::pair<double, bool>>& sorted);
+// The two-sided p of an exact test: `counts[s]` is how many of the equally likely arrangements give the
+// statistic s (0, 1, ...), and `observed` the statistic seen; p = 2·min(P(S ≤ observed), P(S ≥ observed)),
+// at most 1.
+double two_sided_exact_p(const std::vector<double>& counts, double observed);
 // Checks that v is non-empty and every value finite (a broken REQUIRES aborts).
 void check_sample(const std::vector<double>& v);
 
