@@ -17,8 +17,6 @@ using nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-
 bool all_equal(const std::vector<double>& a, const std::vector<double>& b) {
   for (const auto* v : {&a, &b})
     for (double x : *v)

@@ -4,6 +4,7 @@
 // test could detect after it. Internal to the analysis module; docs/analysis.md is the contract.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,9 @@
 #include "saddlescope/analysis/study_analysis.h"
 
 namespace saddlescope::analysis::detail {
+
+// A number for analysis.json: null when not finite (JSON has no NaN or inf).
+inline nlohmann::json num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 // What a comparison needs of one analysed run.
 struct Member {

@@ -31,8 +31,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // it they have separated and the distance saturates.
 constexpr double kGrowthCeiling = 0.1;
 
-// A number for JSON: null when not finite (JSON has no NaN or inf).
-json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+using detail::num;
+
 template <class T>
 json opt(const std::optional<T>& x) {
   return x ? json(*x) : json(nullptr);
