@@ -16,6 +16,7 @@ pkgs=(
   gnuplot-nox           # `saddlescope report`: every figure (SVG, PNG)
   chromium              # tests/reports: the report rendered in headless Chromium
   python3               # tests/reports: the HTML structure check and the Chromium driver
+  python3-torch         # examples/models: TorchScript modules (the same 1.13 as libtorch-dev)
 )
 
 sudo=""

@@ -147,6 +147,11 @@ json RunManifest::to_json() const {
                                       {"per_frame_mse", evaluation->per_frame_mse},
                                       {"per_frame_baseline_mse", evaluation->per_frame_baseline_mse}}
                                : json();
+  if (evaluation && evaluation->cross_entropy) {
+    j["evaluation"]["cross_entropy"] = *evaluation->cross_entropy;
+    j["evaluation"]["baseline_cross_entropy"] = optional_json(evaluation->baseline_cross_entropy);
+    j["evaluation"]["accuracy"] = optional_json(evaluation->accuracy);
+  }
   j["checkpoint_step"] = optional_json(checkpoint_step);
   j["resumes"] = resumes;
   return j;
@@ -210,6 +215,9 @@ Result<RunManifest> RunManifest::from_json(const json& j, const std::string& pat
     e.get("baseline_mse", &ev.baseline_mse, true);
     e.get("per_frame_mse", &ev.per_frame_mse);
     e.get("per_frame_baseline_mse", &ev.per_frame_baseline_mse);
+    e.get("cross_entropy", &ev.cross_entropy);
+    e.get("baseline_cross_entropy", &ev.baseline_cross_entropy);
+    e.get("accuracy", &ev.accuracy);
     f.absorb(e);
     m.evaluation = ev;
   }

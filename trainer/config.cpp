@@ -16,6 +16,7 @@
 #include "saddlescope/base/text.h"
 #include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/store/files.h"
+#include "saddlescope/store/sha256.h"
 #include "saddlescope/trainer/data_spec.h"
 #include "saddlescope/trainer/mnist.h"
 #include "saddlescope/trainer/perturbation_spec.h"
@@ -83,9 +84,28 @@ const T* first_repeat(const std::vector<T>& v) {
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
-      {"model", Kind::kString, "model to train: autoencoder, prednet or linear (y = W2·W1·x, a saddle benchmark)",
+      {"model", Kind::kString,
+       "model to train: autoencoder, prednet, linear (y = W2·W1·x, a saddle benchmark) or torchscript (model_file)",
        [](RunConfig& c, const Value& v) { return set_parsed(&c.model, parse_model, v.s); },
        [](const RunConfig& c) { return nlohmann::json(model_name(c.model)); }},
+      {"model_file", Kind::kString,
+       "model torchscript: a module saved with torch.jit.save whose forward(x) returns the prediction; its saved "
+       "weights are the initial weights",
+       [](RunConfig& c, const Value& v) { c.model_file = v.s; return ""; }, FIELD(model_file)},
+      {"model_sha256", Kind::kString,
+       "model torchscript: SHA-256 of model_file (default: computed when the run starts; a different value is an "
+       "error: the file changed)",
+       [](RunConfig& c, const Value& v) -> std::string {
+         c.model_sha256 = v.s;
+         if (!v.s.empty() && (v.s.size() != 64 || v.s.find_first_not_of("0123456789abcdef") != std::string::npos))
+           return "must be 64 lowercase hexadecimal digits";
+         return "";
+       }, FIELD(model_sha256)},
+      {"loss", Kind::kString,
+       "model torchscript: mse (against the data's targets, or the input itself when there are none), "
+       "cross_entropy (class labels) or module (the module's own scripted loss(prediction, target))",
+       [](RunConfig& c, const Value& v) { c.loss = v.s; return one_of(v.s, {"mse", "cross_entropy", "module"}); },
+       FIELD(loss)},
       {"hidden", Kind::kIntList, "encoder widths, decoder mirrors them, e.g. 256,64",
        [](RunConfig& c, const Value& v) -> std::string {
          c.hidden = v.list;
@@ -585,6 +605,7 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
   if (e.kernels == "fused" && c.model != ModelKind::kPredNet && c.optimizer != "adam")
     return Status::Error(where("kernels") + ": kernels fused has nothing to fuse in model " + model_name(c.model) +
                          " with optimizer " + c.optimizer + " (it fuses PredNet's cell and error units, and Adam)");
+  SADDLESCOPE_RETURN_IF_ERROR(check_torchscript(c));
   if (c.fc1_kernel != "matmul" && c.model != ModelKind::kAutoencoder)
     return Status::Error(where("fc1_kernel") + ": fc1_kernel applies to model autoencoder only (model is " +
                          model_name(c.model) + ")");
@@ -601,6 +622,32 @@ Result<RunConfig> ConfigBuilder::resolve(std::vector<std::string>* warnings) con
   if (e.cublas_workspace == "default" && e.deterministic != "off" && e.device.is_cuda())
     e.cublas_workspace = ":4096:8";
   return c;
+}
+
+Status ConfigBuilder::check_torchscript(RunConfig& c) const {
+  if (c.model != ModelKind::kTorchScript) {
+    const nlohmann::json defaults = RunConfig().to_json(), set = c.to_json();
+    for (const char* key : {"model_file", "model_sha256", "loss"})
+      if (origin_.count(key) && set[key] != defaults[key])
+        return Status::Error(where(key) + ": " + key + " applies to model torchscript only (model is " +
+                             model_name(c.model) + ")");
+    return Status::Ok();
+  }
+  if (c.model_file.empty()) return Status::Error(where("model") + ": model torchscript needs model_file (a .pt file)");
+  auto digest = store::sha256_file(c.model_file);
+  if (!digest) return Status::Error(where("model_file") + ": " + digest.status().message());
+  if (!c.model_sha256.empty() && c.model_sha256 != *digest)
+    return Status::Error(fmt::format("{}: {} has SHA-256 {}, not the {} this run was started with ({}): the file "
+                                     "changed", where("model_file"), c.model_file, *digest, c.model_sha256,
+                                     where("model_sha256")));
+  c.model_sha256 = *digest;
+  if (c.init == "duplicate" && c.duplicate_layers.empty())
+    return Status::Error(where("init") + ": init duplicate of a torchscript module needs duplicate_layers (weight "
+                         "parameters by name, e.g. fc1.weight): a module's layers are not known in order");
+  if (c.fault == "alias-target" && c.loss != "mse")
+    return Status::Error(where("fault") + ": alias-target needs a loss whose backward reads its target; loss " + c.loss +
+                         " is not torch's mse_loss (use loss mse)");
+  return Status::Ok();
 }
 
 Status ConfigBuilder::check_teacher(const TeacherConfig& t) const {

@@ -18,7 +18,7 @@ Result<Enum> parse_name(const std::string& text, const char* const (&names)[N]) 
   return Status::Error("must be one of " + list + ", got '" + printable(text) + "'");  // may hold a newline
 }
 
-constexpr const char* kModelNames[] = {"autoencoder", "prednet", "linear"};  // in ModelKind's order
+constexpr const char* kModelNames[] = {"autoencoder", "prednet", "linear", "torchscript"};  // in ModelKind's order
 constexpr const char* kDtypeNames[] = {"float32", "float64"};               // in Dtype's order
 
 }  // namespace

@@ -28,6 +28,12 @@ torch::Tensor images_to_float(const IdxArray& a) {
   return bytes.to(torch::kFloat32).div_(255.0f);
 }
 
+// (N, 1) class labels as float32 values (exact below 2^24).
+torch::Tensor labels_to_float(const IdxArray& a) {
+  auto bytes = torch::from_blob(const_cast<uint8_t*>(a.data.data()), {a.dims[0], 1}, torch::kUInt8);
+  return bytes.to(torch::kFloat32);
+}
+
 Result<Dataset> load_mnist(const RunConfig& cfg) {
   std::map<std::string, std::string> digests;
   auto train = read_mnist(cfg.data_dir, "train", &digests);
@@ -38,14 +44,26 @@ Result<Dataset> load_mnist(const RunConfig& cfg) {
   Dataset data{images_to_float(train->images), nullptr, images_to_float(test->images), "test",
                "mnist (" + files->train_images + ", " + files->test_images + ")"};
   data.digests = std::move(digests);
+  if (cfg.model == ModelKind::kTorchScript) {
+    data.input_shape = {1, train->images.dims[1], train->images.dims[2]};  // as torchvision gives them
+    if (cfg.loss != "mse") {  // classes: rows [pixels, label]
+      data.train = torch::cat({data.train, labels_to_float(train->labels)}, 1);
+      data.eval = torch::cat({data.eval, labels_to_float(test->labels)}, 1);
+      data.target_columns = 1;
+      data.source = "mnist (" + files->train_images + ", " + files->train_labels + ", " + files->test_images + ", " +
+                    files->test_labels + ")";
+    }
+  }
   return data;
 }
 
-// The (n, d) float32 values of an array read from `path`: uint8 scaled by 1/255, floats as they are.
-torch::Tensor npy_to_float(const store::NpyArray& a, int64_t n, int64_t d) {
+// The (n, d) float32 values of an array read from `path`: uint8 scaled by 1/255 (pixels) unless
+// `labels`, floats as they are.
+torch::Tensor npy_to_float(const store::NpyArray& a, int64_t n, int64_t d, bool labels = false) {
   auto* bytes = const_cast<uint8_t*>(a.bytes.data());
   switch (a.dtype) {
     case store::Dtype::kUInt8:
+      if (labels) return torch::from_blob(bytes, {n, d}, torch::kUInt8).to(torch::kFloat32);
       return torch::from_blob(bytes, {n, d}, torch::kUInt8).to(torch::kFloat32).div_(255.0f);
     case store::Dtype::kFloat32:
       return torch::from_blob(bytes, {n, d}, torch::kFloat32).clone();
@@ -78,11 +96,16 @@ std::string first_bad(const store::NpyArray& a, double lo, double hi) {
   return "";
 }
 
-// X alone (rows of pixels), X with N labels, or for model linear X with its N targets (rows [x, y]).
+// X alone (rows of pixels), X with N labels, or for model linear X with its N targets (rows [x, y]);
+// for model torchscript X with its targets, or with class labels under loss cross_entropy.
 Result<Dataset> load_npy(const RunConfig& cfg, const DataSpec& spec) {
   const std::string& x_path = spec.x;
   const std::string& y_path = spec.y;
-  const bool pairs = cfg.model == ModelKind::kLinear;
+  const bool module = cfg.model == ModelKind::kTorchScript;
+  const bool pairs = cfg.model == ModelKind::kLinear || (module && !y_path.empty());
+  const bool labels = module && cfg.loss == "cross_entropy";
+  if (labels && y_path.empty())
+    return Status::Error("data " + cfg.data + ": loss cross_entropy needs class labels (npy:X.npy,Y.npy)");
 
   std::map<std::string, std::string> digests;
   auto x = store::read_npy(x_path, &digests[x_path]);
@@ -95,13 +118,16 @@ Result<Dataset> load_npy(const RunConfig& cfg, const DataSpec& spec) {
   if (n == 0 || d == 0) return Status::Error(x_path + ": holds no examples");
   const double inf = std::numeric_limits<double>::infinity();
   // The autoencoder's sigmoid output can only match targets in [0, 1]; NaN and ±inf fail this check too.
-  if (std::string bad = pairs ? first_bad(*x, -inf, inf) : first_bad(*x, 0, 1); !bad.empty())
-    return Status::Error(x_path + ": " + bad + (pairs ? "; inputs must be finite float32 values"
-                                                      : "; float data must lie in [0, 1] (scale it, or save uint8 pixels)"));
+  const bool any_values = pairs || module;
+  if (std::string bad = any_values ? first_bad(*x, -inf, inf) : first_bad(*x, 0, 1); !bad.empty())
+    return Status::Error(x_path + ": " + bad + (any_values ? "; inputs must be finite float32 values"
+                                                           : "; float data must lie in [0, 1] (scale it, or save uint8 pixels)"));
   torch::Tensor t = npy_to_float(*x, n, d);
+  const std::vector<int64_t> input_shape(x->shape.begin() + 1, x->shape.end());
   if (y_path.empty()) {
     Dataset data{t, nullptr, t, "train", "npy (" + x_path + ")", {}};
     data.digests = std::move(digests);
+    if (module) data.input_shape = input_shape;
     return data;
   }
 
@@ -124,10 +150,19 @@ Result<Dataset> load_npy(const RunConfig& cfg, const DataSpec& spec) {
   int64_t c = y->numel() / n;
   if (std::string bad = first_bad(*y, -inf, inf); !bad.empty())
     return Status::Error(y_path + ": " + bad + "; targets must be finite float32 values");
-  torch::Tensor targets = npy_to_float(*y, n, c);
+  torch::Tensor targets = npy_to_float(*y, n, c, labels);
+  if (labels) {
+    torch::Tensor bad = (targets < 0).logical_or(targets != targets.floor()).logical_or(targets >= (1 << 24));
+    if (bad.any().item<bool>()) {
+      const int64_t i = bad.reshape({-1}).nonzero()[0].item<int64_t>();
+      return Status::Error(fmt::format("{}: element {} is {}; class labels must be integers in [0, 2^24)", y_path, i,
+                                       targets.reshape({-1})[i].item<double>()));
+    }
+  }
   torch::Tensor rows = torch::cat({t, targets}, 1);
   Dataset data{rows, nullptr, rows, "train", source, {}};
   data.target_columns = c;
+  if (module) data.input_shape = input_shape;
   data.digests = std::move(digests);
   return data;
 }
@@ -193,6 +228,8 @@ Result<Dataset> load_dataset(const RunConfig& cfg) {
   auto spec = parse_data_spec(cfg.data);
   if (!spec) return Status::Error("data " + spec.status().message());
   using K = DataSpec::Kind;
+  if (cfg.model == ModelKind::kTorchScript && spec->kind != K::kMnist && spec->kind != K::kNpy)
+    return Status::Error("model torchscript trains on data mnist or npy:X.npy[,Y.npy], not " + cfg.data);
   if (cfg.model == ModelKind::kLinear && !spec->pairs())
     return Status::Error("model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not " + cfg.data);
   if (cfg.model != ModelKind::kLinear && spec->kind == K::kTeacher)

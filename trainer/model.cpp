@@ -15,6 +15,7 @@
 #include "saddlescope/trainer/linear.h"
 #include "saddlescope/trainer/memory.h"
 #include "saddlescope/trainer/prednet.h"
+#include "saddlescope/trainer/torchscript.h"
 
 namespace saddlescope::trainer {
 
@@ -246,7 +247,8 @@ class LinearModel : public Model {
 Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& data) {
   const std::vector<int64_t>& shape = data.example_shape;
   // load_dataset gives the linear network input-target pairs, and only it.
-  SADDLESCOPE_CHECK((cfg.model == ModelKind::kLinear) == (data.target_columns > 0));
+  SADDLESCOPE_CHECK(cfg.model == ModelKind::kTorchScript || (cfg.model == ModelKind::kLinear) == (data.target_columns > 0));
+  if (cfg.model == ModelKind::kTorchScript) return load_torchscript(cfg, data);
   if (cfg.model == ModelKind::kLinear) {
     return std::shared_ptr<Model>(std::make_shared<LinearModel>(shape[0] - data.target_columns, cfg.linear_hidden,
                                                                 data.target_columns, cfg.init_scale));
@@ -281,6 +283,7 @@ Result<std::shared_ptr<Model>> build_model(const RunConfig& cfg, const Dataset& 
 int64_t eval_chunk(ModelKind model) {
   if (model == ModelKind::kPredNet) return 16;
   if (model == ModelKind::kAutoencoder) return 1000;
+  if (model == ModelKind::kTorchScript) return 256;  // a ResNet's activations at 256 images: tens of MB
   return std::numeric_limits<int64_t>::max();
 }
 

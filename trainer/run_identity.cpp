@@ -16,6 +16,10 @@ std::string RunConfig::identity() const {
   if (perturbation.kind == "none") j.erase("perturbation_seed");
   // Keys of the other models and data do not change this one's result; nor does a key left at a
   // value that existed before the key did (so that run ids stay stable).
+  // A module is its bytes (model_sha256), wherever the file lies.
+  j.erase("model_file");
+  if (model != ModelKind::kTorchScript)
+    for (const char* k : {"model_sha256", "loss"}) j.erase(k);
   if (model != ModelKind::kAutoencoder) j.erase("hidden");
   if (model != ModelKind::kLinear) j.erase("linear_hidden");
   if (model != ModelKind::kPredNet)

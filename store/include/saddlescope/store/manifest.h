@@ -48,6 +48,10 @@ struct Evaluation {
   std::string baseline;         // "mean training image" | "previous frame" | ...
   double baseline_mse = 0;      // the same for the trivial baseline
   std::vector<double> per_frame_mse, per_frame_baseline_mse;  // PredNet: by frame t = 1 .. nt-1
+  // A classifier (model torchscript, loss cross_entropy): mse is Brier's score (softmax probabilities
+  // against one-hot labels, per class) and the baseline predicts the training classes' frequencies;
+  // these are the mean cross entropy (nats), the baseline's, and the share of labels predicted right.
+  std::optional<double> cross_entropy, baseline_cross_entropy, accuracy;
 };
 
 struct Timings {

@@ -59,7 +59,10 @@ struct TeacherConfig {
 };
 
 struct RunConfig {
-  ModelKind model = ModelKind::kAutoencoder;  // autoencoder | prednet | linear
+  ModelKind model = ModelKind::kAutoencoder;  // autoencoder | prednet | linear | torchscript
+  std::string model_file;                   // torchscript: the module (torch.jit.save), forward(x) -> prediction
+  std::string model_sha256;                 // torchscript: SHA-256 of model_file, set by resolve()
+  std::string loss = "mse";                 // torchscript: mse | cross_entropy | module (its own loss(pred, target))
   std::vector<int64_t> hidden = {256, 64};  // encoder widths; the decoder mirrors them
   int64_t linear_hidden = 4;                // linear: hidden units h of y = W2·W1·x
   std::string data = "mnist";               // mnist | npy:X.npy[,Y.npy] | moving-mnist | teacher
@@ -146,7 +149,10 @@ class ConfigBuilder {
 
  private:
   std::string where(const std::string& key) const;  // origin of `key`, for messages
-  Status check_teacher(const TeacherConfig& t) const;  // sigmas fit the shape, enough examples
+  Status check_teacher(const TeacherConfig& t) const;
+  // model torchscript: model_file readable, model_sha256 set from it (or equal to it, for a resumed run),
+  // a fault its loss can honour; any other model: no torchscript key set.
+  Status check_torchscript(RunConfig& c) const;  // sigmas fit the shape, enough examples
 
   RunConfig cfg_;
   std::map<std::string, std::string> origin_;  // key -> "file:line" or "--flag"

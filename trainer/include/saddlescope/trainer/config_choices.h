@@ -10,12 +10,13 @@
 namespace saddlescope::trainer {
 
 // The network a run trains (config key model). Not trainer::Model, the built network (model.h).
-enum class ModelKind { kAutoencoder, kPredNet, kLinear };
+// kTorchScript: a user's module saved with torch.jit.save (model_file).
+enum class ModelKind { kAutoencoder, kPredNet, kLinear, kTorchScript };
 
-// "autoencoder", "prednet", "linear".
+// "autoencoder", "prednet", "linear", "torchscript".
 const char* model_name(ModelKind m);
 // Parses a model's name; on failure the message says what was expected, worded to follow the key's name:
-//   "must be one of autoencoder, prednet, linear, got 'resnet'"
+//   "must be one of autoencoder, prednet, linear, torchscript, got 'resnet'"
 Result<ModelKind> parse_model(const std::string& text);
 
 // The floating type of a run's model, data and optimiser state (config key dtype). Not store::Dtype

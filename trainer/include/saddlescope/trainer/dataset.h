@@ -29,6 +29,10 @@ struct Dataset {
   // The last `target_columns` of the D columns of a row are its target y, the others its input x
   // (data teacher, or npy X,Y for model linear); 0: rows are inputs only.
   int64_t target_columns = 0;
+  // Model torchscript: the shape of one example's input x as the module's forward takes it (the row's
+  // first D − target_columns values reshaped): (1, 28, 28) for mnist, X.npy's shape less its first
+  // dimension. Empty for the built-in models.
+  std::vector<int64_t> input_shape;
   // The SHA-256 of every file the data came from, for the manifest: "mnist/<file name>" for the MNIST
   // cache (mnist, moving-mnist), the path as written in `data` for .npy files; empty for teacher data.
   std::map<std::string, std::string> digests;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,8 @@ class Model {
     double mse = 0, baseline_mse = 0;
     std::string baseline;
     std::vector<double> per_frame_mse, per_frame_baseline_mse;  // PredNet only
+    // A classifier (model torchscript, loss cross_entropy; mse is then Brier's score per class):
+    std::optional<double> cross_entropy, baseline_cross_entropy, accuracy;
   };
   // Runs in forward passes of at most eval_chunk(model) examples each.
   virtual Scores evaluate(const torch::Tensor& x, const torch::Tensor& train_mean) = 0;

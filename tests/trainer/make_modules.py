@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""TorchScript modules for tests/trainer/torchscript_test.cpp, written into DIR.
+
+    /usr/bin/python3 tests/trainer/make_modules.py DIR FEATURES CLASSES
+
+good ones: classifier.pt (FEATURES -> 16 -> CLASSES logits), module_loss.pt (an autoencoder with its own
+scripted loss). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
+features), no_params.pt, float32_only.pt (casts its input to float32: refuses float64 runs),
+tuple_out.pt (forward returns a tuple).
+"""
+import sys
+
+import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self, features: int, classes: int):
+        super().__init__()
+        self.fc1 = nn.Linear(features, 16)
+        self.fc2 = nn.Linear(16, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+
+class ModuleLoss(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.fc1 = nn.Linear(features, 8)
+        self.fc2 = nn.Linear(8, features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.fc2(torch.relu(self.fc1(x))))
+
+    @torch.jit.export
+    def loss(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return (prediction - target.reshape(prediction.shape)).abs().mean()
+
+
+class WrongInput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(10, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+class NoParams(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x)
+
+
+class Float32Only(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.float())
+
+
+class TupleOut(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+
+    def forward(self, x: torch.Tensor):
+        y = self.fc(x)
+        return y, y
+
+
+def main() -> None:
+    out, features, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    torch.manual_seed(0)
+    for name, module in [("classifier", Classifier(features, classes)), ("module_loss", ModuleLoss(features)),
+                         ("wrong_input", WrongInput()), ("no_params", NoParams()),
+                         ("float32_only", Float32Only(features)), ("tuple_out", TupleOut(features))]:
+        torch.jit.save(torch.jit.script(module), f"{out}/{name}.pt")
+
+
+if __name__ == "__main__":
+    main()
