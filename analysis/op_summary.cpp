@@ -27,11 +27,11 @@ double median(std::vector<double> v) {
 bool is_measured(const std::string& flag) { return flag == "within" || flag == "beyond"; }
 
 std::vector<OpSummary> summarize_ops(const std::vector<store::OpRow>& rows) {
-  using Key = std::tuple<std::string, std::string, std::string>;
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::vector<Key> order;
   std::map<Key, std::vector<const store::OpRow*>> groups;
   for (const auto& r : rows) {
-    Key key{r.op, r.phase, r.dtype};
+    Key key{r.op, r.phase, r.kernel, r.dtype};
     auto [it, fresh] = groups.try_emplace(key);
     if (fresh) order.push_back(key);
     it->second.push_back(&r);
@@ -40,12 +40,15 @@ std::vector<OpSummary> summarize_ops(const std::vector<store::OpRow>& rows) {
   for (const auto& key : order) {
     const auto& g = groups[key];
     OpSummary s;
-    std::tie(s.op, s.phase, s.dtype) = key;
-    s.kernel = g.front()->kernel;
-    s.samples = static_cast<int64_t>(g.size());
+    std::tie(s.op, s.phase, s.kernel, s.dtype) = key;
     std::vector<double> ulps;
     double max_ratio = kNaN;
     for (const store::OpRow* r : g) {
+      if (r->flag == "not_evaluated") {
+        s.not_evaluated += r->terms;
+        continue;
+      }
+      ++s.samples;
       if (!is_measured(r->flag)) {
         ++s.nonfinite;
         continue;
@@ -76,25 +79,31 @@ std::string percent(double fraction) {
 }  // namespace
 
 std::string ops_markdown(const std::vector<OpSummary>& summaries) {
-  std::string md =
-      "| op | phase | dtype | samples | median \\|ULP\\| | max \\|ULP\\| | beyond bound | of which all terms 0 | "
-      "max error/bound | non-finite |\n|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& s : summaries)
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n", s.op, s.phase, s.dtype, s.samples,
-                      g(s.median_abs_ulp), g(s.max_abs_ulp), s.beyond, percent(s.fraction_beyond), s.zero_terms,
-                      g(s.max_bound_ratio), s.nonfinite);
+  const bool generic = std::any_of(summaries.begin(), summaries.end(), [](const OpSummary& s) { return s.not_evaluated > 0; });
+  std::string md = generic ? "| op | phase | kernel |" : "| op | phase |";
+  md += " dtype | samples | median \\|ULP\\| | max \\|ULP\\| | beyond bound | of which all terms 0 | max error/bound | "
+        "non-finite |";
+  md += generic ? " not evaluated (calls) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+                : "\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& s : summaries) {
+    md += generic ? fmt::format("| {} | {} | {} |", s.op, s.phase, s.kernel) : fmt::format("| {} | {} |", s.op, s.phase);
+    md += fmt::format(" {} | {} | {} | {} | {} ({}) | {} | {} | {} |", s.dtype, s.samples, g(s.median_abs_ulp),
+                      g(s.max_abs_ulp), s.beyond, percent(s.fraction_beyond), s.zero_terms, g(s.max_bound_ratio),
+                      s.nonfinite);
+    md += generic ? fmt::format(" {} |\n", s.not_evaluated) : "\n";
+  }
   return md;
 }
 
 std::string ops_comparison_markdown(const std::vector<std::string>& labels,
                                     const std::vector<std::vector<OpSummary>>& runs) {
   SADDLESCOPE_CHECK(labels.size() == runs.size());
-  using Key = std::tuple<std::string, std::string, std::string>;
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::vector<Key> order;
   std::map<Key, std::vector<const OpSummary*>> cells;
   for (size_t r = 0; r < runs.size(); ++r)
     for (const auto& s : runs[r]) {
-      Key key{s.op, s.phase, s.dtype};
+      Key key{s.op, s.phase, s.dtype, s.kernel};
       auto [it, fresh] = cells.try_emplace(key, std::vector<const OpSummary*>(runs.size(), nullptr));
       if (fresh) order.push_back(key);
       it->second[r] = &s;
@@ -105,8 +114,13 @@ std::string ops_comparison_markdown(const std::vector<std::string>& labels,
     rule += "---|";
   }
   md += "\n" + rule + "\n";
+  // An op whose phase ran several kernels (a generic tap's backward) names the kernel of each row.
+  std::map<std::tuple<std::string, std::string, std::string>, int> kernels;
+  for (const auto& key : order) ++kernels[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}];
   for (const auto& key : order) {
-    md += fmt::format("| {} | {} | {} |", std::get<0>(key), std::get<1>(key), std::get<2>(key));
+    const bool several = kernels[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}] > 1;
+    md += fmt::format("| {} | {} | {} |", several ? std::get<0>(key) + " [" + std::get<3>(key) + "]" : std::get<0>(key),
+                      std::get<1>(key), std::get<2>(key));
     for (const OpSummary* s : cells[key])
       md += s ? fmt::format(" {} / {} ({}{}) |", g(s->median_abs_ulp), g(s->max_abs_ulp), percent(s->fraction_beyond),
                             s->zero_terms ? fmt::format("; {} with all terms 0", s->zero_terms) : "")

@@ -1,6 +1,7 @@
 #include "saddlescope/probes/op_taps.h"
 
 #include <chrono>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -10,6 +11,7 @@
 
 #include "saddlescope/base/text.h"
 #include "saddlescope/store/schema.h"
+#include "op_observer.h"
 #include "tap_capture.h"
 
 namespace saddlescope::probes {
@@ -54,21 +56,6 @@ Result<std::vector<TapOp>> select(const ProbeSpec& spec, const std::vector<TapOp
   return chosen;
 }
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// The seed of one op's samples at one step: the same for every platform and every run of the spec.
-uint64_t op_seed(uint64_t seed, int64_t step, const std::string& name, const char* phase) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of name and phase
-  for (const std::string& s : {name, std::string(phase)})
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return splitmix64(splitmix64(seed) ^ splitmix64(static_cast<uint64_t>(step)) ^ h);
-}
-
 reference::Op elementwise_op(const std::string& kernel) {
   if (kernel == "sigmoid") return reference::Op::kSigmoid;
   if (kernel == "tanh") return reference::Op::kTanh;
@@ -106,6 +93,20 @@ struct OpTaps::Impl {
   std::vector<int64_t> calls;                                // per op, calls this step
   std::string error;                                         // the first error of this step's tap calls
   bool cuda = false;                                         // some copy came from a CUDA device
+  bool generic = false;                                      // every ATen op, through the observer
+  std::unique_ptr<internal::OpObserver> observer;            // generic: this step's
+  internal::ParameterNames parameters;                       // generic: the ops' names
+
+  // only= of the spec: `name` selected (every op when empty).
+  bool selected(const std::string& name) const {
+    const std::string& only = spec->values.at("only");
+    if (only.empty()) return true;
+    for (const auto& p : split(only, '+'))
+      if (!p.empty() && (p.back() == '*' ? name.rfind(p.substr(0, p.size() - 1), 0) == 0 : name == p)) return true;
+    return false;
+  }
+  // The rows of a generic tap step.
+  Status record_generic(int64_t step);
 
   // The selected op `name` (null: not tapped), after checking its tensors' dtypes.
   const TapOp* find(const std::string& name, std::initializer_list<const at::Tensor*> tensors) {
@@ -128,7 +129,7 @@ struct OpTaps::Impl {
   }
   // Samples of `n` elements for op `op` in `phase`: k of them, or all of a one-element op.
   std::vector<int64_t> samples(const TapOp& op, const char* phase, int64_t n) const {
-    return internal::sample_indices(op_seed(static_cast<uint64_t>(spec->get_int("seed")), step, op.name, phase),
+    return internal::sample_indices(internal::op_seed(static_cast<uint64_t>(spec->get_int("seed")), step, op.name, phase),
                                     std::min(spec->get_int("k"), n), n);
   }
   // This step's capture of `op`, made by make() at its first call.
@@ -162,14 +163,15 @@ OpTaps::OpTaps() : impl_(std::make_unique<Impl>()) {}
 OpTaps::~OpTaps() = default;
 
 Result<std::shared_ptr<OpTaps>> OpTaps::create(const std::vector<ProbeSpec>& specs, const std::vector<TapOp>& ops,
-                                               const std::string& run_dir, int64_t resume_from) {
+                                               const std::string& run_dir, int64_t resume_from, bool generic) {
   std::shared_ptr<OpTaps> taps(new OpTaps());
   for (const auto& spec : specs) {
     if (spec.name != "ops") continue;
-    SADDLESCOPE_RETURN_IF_ERROR(check_op_taps(spec, ops));
     Impl& m = *taps->impl_;
+    m.generic = generic;
+    if (!generic) SADDLESCOPE_RETURN_IF_ERROR(check_op_taps(spec, ops));
     m.spec = spec;
-    m.ops = *select(spec, ops);
+    if (!generic) m.ops = *select(spec, ops);
     for (size_t i = 0; i < m.ops.size(); ++i) {
       SADDLESCOPE_CHECK(m.ops[i].calls >= 1 && m.ops[i].outputs % m.ops[i].calls == 0);
       m.index[m.ops[i].name] = i;
@@ -192,6 +194,40 @@ void OpTaps::arm(int64_t step) {
   m.calls.assign(m.ops.size(), 0);
   m.error.clear();
   armed_ = true;
+  if (m.generic) {
+    m.observer = std::make_unique<internal::OpObserver>(static_cast<uint64_t>(m.spec->get_int("seed")),
+                                                        m.spec->get_int("k"), step, m.parameters);
+    m.observer->start();
+  }
+}
+
+void OpTaps::name_parameters(const std::vector<std::pair<std::string, at::Tensor>>& named) {
+  for (const auto& [name, t] : named) impl_->parameters[t.unsafeGetTensorImpl()] = name;
+}
+
+Status OpTaps::Impl::record_generic(int64_t step) {
+  observer->stop();
+  if (torch::cuda::is_available()) torch::cuda::synchronize();  // every copy of this step has landed
+  std::vector<internal::ObservedRow> rows;
+  std::vector<internal::UnevaluatedOp> unevaluated;
+  Status s = observer->evaluate(&rows, &unevaluated);
+  observer.reset();
+  if (!s.ok()) return Status::Error("op taps: " + s.message());
+  const bool backward = spec->get_bool("wgrad");
+  for (const auto& o : rows) {
+    const internal::TapRow& r = o.row;
+    if (!selected(o.op) || (!backward && r.phase != "fwd")) continue;
+    csv->append({step, o.op, r.phase, r.index, r.observed, r.exact, r.report.ulp_error, r.report.bound,
+                 r.report.bound_ratio, r.call, o.kernel, std::string(reference::format_name(r.report.format)), r.terms,
+                 std::string(flag_of(r.report))});
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& u : unevaluated) {
+    if (!selected(u.op) || (!backward && u.phase != "fwd")) continue;
+    const std::string dtype = u.dtype == "Float" ? "float32" : u.dtype == "Double" ? "float64" : u.dtype;
+    csv->append({step, u.op, u.phase, "", nan, nan, nan, nan, nan, -1, u.kernel, dtype, u.calls, "not_evaluated"});
+  }
+  return csv->flush();
 }
 
 void OpTaps::linear(const std::string& name, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -249,6 +285,11 @@ Status OpTaps::record(int64_t step) {
   SADDLESCOPE_CHECK(armed_ && step == m.step);
   armed_ = false;
   Clock::time_point t0 = Clock::now();
+  if (m.generic) {
+    Status s = m.record_generic(step);
+    seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    return s;
+  }
   std::vector<std::shared_ptr<internal::Capture>> captures = std::move(m.captures);
   m.captures.clear();
   if (!m.error.empty()) return Status::Error(m.error);

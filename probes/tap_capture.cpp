@@ -36,8 +36,20 @@ const T* ptr(const at::Tensor& t) {
 
 template <class T>
 TapRow row(const char* phase, std::string index, int64_t call, const reference::Evaluation& e, T observed) {
+  return tap_row(phase, std::move(index), call, e, observed);
+}
+
+// Position of v in the ascending vector `sorted`. REQUIRES: present.
+int64_t position(const std::vector<int64_t>& sorted, int64_t v) {
+  return std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin();
+}
+
+}  // namespace
+
+template <class T>
+TapRow tap_row(std::string phase, std::string index, int64_t call, const reference::Evaluation& e, T observed) {
   TapRow r;
-  r.phase = phase;
+  r.phase = std::move(phase);
   r.index = std::move(index);
   r.call = call;
   r.observed = observed;
@@ -46,8 +58,9 @@ TapRow row(const char* phase, std::string index, int64_t call, const reference::
   r.report = reference::assess(e, observed);
   return r;
 }
+template TapRow tap_row(std::string, std::string, int64_t, const reference::Evaluation&, float);
+template TapRow tap_row(std::string, std::string, int64_t, const reference::Evaluation&, double);
 
-// The flat index `flat` as coordinates in `shape`, joined by ':'.
 std::string coordinates(int64_t flat, const std::vector<int64_t>& shape) {
   std::string index;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
@@ -57,12 +70,23 @@ std::string coordinates(int64_t flat, const std::vector<int64_t>& shape) {
   return index;
 }
 
-// Position of v in the ascending vector `sorted`. REQUIRES: present.
-int64_t position(const std::vector<int64_t>& sorted, int64_t v) {
-  return std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin();
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 }  // namespace
+
+uint64_t op_seed(uint64_t seed, int64_t step, const std::string& name, const char* phase) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of name and phase
+  for (const std::string& s : {name, std::string(phase)})
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return splitmix64(splitmix64(seed) ^ splitmix64(static_cast<uint64_t>(step)) ^ h);
+}
 
 at::Tensor to_host(const at::Tensor& t) {
   at::Tensor src = t.detach();

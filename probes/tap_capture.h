@@ -35,6 +35,16 @@ struct TapRow {
 // the device is synchronised), a plain copy on the CPU.
 at::Tensor to_host(const at::Tensor& t);
 
+// The seed of one op's samples at one step: the same for every platform and every run of the spec.
+uint64_t op_seed(uint64_t seed, int64_t step, const std::string& name, const char* phase);
+
+// One row of `observed` against `e` (its report from reference::assess).
+template <class T>
+TapRow tap_row(std::string phase, std::string index, int64_t call, const reference::Evaluation& e, T observed);
+
+// The flat index `flat` as coordinates in `shape`, joined by ':'.
+std::string coordinates(int64_t flat, const std::vector<int64_t>& shape);
+
 // k distinct indices in [0, n), ascending, drawn from `seed` (platform-independent). REQUIRES: k <= n.
 std::vector<int64_t> sample_indices(uint64_t seed, int64_t k, int64_t n);
 

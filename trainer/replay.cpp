@@ -90,7 +90,8 @@ Result<ReplayResult> replay_step(const RunConfig& config, const std::string& par
   model = initial_model(cfg, *data, none, &unused);
   if (!model) return model.status();
   std::vector<probes::TapOp> tap_ops = (*model)->tap_ops(cfg.batch_size);
-  SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(*spec, tap_ops));
+  const bool generic_taps = cfg.model == ModelKind::kTorchScript;  // a module names no ops: every ATen op
+  if (!generic_taps) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(*spec, tap_ops));
 
   // The batch of `step` (and the next one): the data order replayed as a resumed run does.
   torch::Device device(cfg.execution.device.name());
@@ -106,7 +107,7 @@ Result<ReplayResult> replay_step(const RunConfig& config, const std::string& par
 
   ReplayResult result;
   {
-    auto taps = probes::OpTaps::create({*spec}, tap_ops, dir->path());
+    auto taps = probes::OpTaps::create({*spec}, tap_ops, dir->path(), -1, generic_taps);
     if (!taps) return taps.status();
     (*model)->set_op_taps(*taps);
     TrainStep train_step(**model, none, optimizer_options(cfg), /*graphs=*/false, alias_target);

@@ -194,7 +194,8 @@ Status train_loop(Loop& L, TrainResult* result) {
   Clock::time_point e0 = Clock::now();
   Model::Scores scores = L.model->evaluate(L.data.eval.to(device, dtype), batches.train_mean());
   m.evaluation = store::Evaluation{L.data.eval_split, scores.mse, scores.baseline, scores.baseline_mse,
-                                   scores.per_frame_mse, scores.per_frame_baseline_mse};
+                                   scores.per_frame_mse, scores.per_frame_baseline_mse, scores.cross_entropy,
+                                   scores.baseline_cross_entropy, scores.accuracy};
   m.timings.eval_s = seconds_since(e0);
   return Status::Ok();
 }
@@ -250,7 +251,9 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes(specs, n_params));
   std::vector<probes::TapOp> tap_ops = (*model)->tap_ops(cfg.batch_size);
-  for (const auto& s : specs) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(s, tap_ops));
+  const bool generic_taps = cfg.model == ModelKind::kTorchScript;  // a module names no ops: every ATen op
+  if (!generic_taps)
+    for (const auto& s : specs) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(s, tap_ops));
   for (const auto& s : specs)
     if (s.name == "symmetry" && (*model)->unit_layers().empty())
       return Status::Error("probe 'symmetry': model " + std::string(model_name(cfg.model)) + " has no layers of units to compare");
@@ -313,7 +316,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
 
   // The probes' files, once the manifest says the run exists: a failure here is recorded as such.
   auto probe_set = probes::ProbeSet::create(specs, n_params, dir, resume_from);
-  auto taps = probe_set ? probes::OpTaps::create(specs, tap_ops, dir, resume_from)
+  auto taps = probe_set ? probes::OpTaps::create(specs, tap_ops, dir, resume_from, generic_taps)
                         : Result<std::shared_ptr<probes::OpTaps>>(probe_set.status());
   if (!taps) {
     record.manifest().error = taps.status().message();

@@ -19,6 +19,8 @@ namespace saddlescope::analysis {
 //   nonfinite_input_mismatch  the exact result is NaN/±inf and the observed value is not that
 //   overflow                  exact finite, observed ±inf, and correct rounding overflows too
 //   nonfinite_observed        exact finite, observed NaN/±inf that correct rounding does not give
+//   not_evaluated             generic taps (probes/op_taps.h): an op the reference cannot evaluate yet ran
+//                             `terms` times; no element was measured
 bool is_measured(const std::string& flag);  // within or beyond
 
 struct OpSummary {
@@ -31,16 +33,19 @@ struct OpSummary {
   // algorithm's residue, for example), not rounding.
   int64_t zero_terms = 0;
   int64_t nonfinite = 0;    // rows with a non-finite exact or observed value (the four other flags)
+  int64_t not_evaluated = 0;  // calls of the op that ran unevaluated (not_evaluated rows' terms); not samples
   double median_abs_ulp = 0, max_abs_ulp = 0;  // over measured rows; NaN when there are none
   double fraction_beyond = 0;                  // beyond / measured; NaN when measured == 0
   double max_bound_ratio = 0;                  // over measured rows; NaN when there are none
 };
 
-// One summary per (op, phase, dtype), in the order the triples first appear in `rows`.
+// One summary per (op, phase, kernel, dtype), in the order they first appear in `rows` (a generic tap's
+// op runs several kernels in its backward: mm for its weight, sum for its bias).
 std::vector<OpSummary> summarize_ops(const std::vector<store::OpRow>& rows);
 
 // A Markdown table: op, phase, dtype, samples, median and max |ULP error|, beyond the bound
-// (count and fraction), the largest error/bound ratio, non-finite rows.
+// (count and fraction), the largest error/bound ratio, non-finite rows; with the kernel and the calls
+// not evaluated where any op ran unevaluated (generic taps).
 std::string ops_markdown(const std::vector<OpSummary>& summaries);
 
 // Several runs side by side, one column per run (labels[i] heads runs[i]): per (op, phase, dtype), in

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -65,8 +66,14 @@ class OpTaps {
   // The taps of the `ops` spec among `specs` (none: taps that are never due) over `ops`, writing
   // <run_dir>/ops.csv (store::kOps). With `resume_from` >= 0, a resumed run: the rows of steps before
   // it are kept, later ones dropped. Errors: those of check_op_taps, and a CSV that cannot be written.
+  // `generic`: a model that names no ops (`ops` empty, a TorchScript module): every ATen op the step
+  // runs is observed through LibTorch's RecordFunction (op_observer.h says which are evaluated and how
+  // they are named); k is clamped to each op's elements, only= selects by name or prefix after the
+  // fact, wgrad=false keeps the forward rows only. Ops not evaluated get one row per (op, phase,
+  // kernel) per tap step, flagged not_evaluated, with `terms` holding how often they ran.
   static Result<std::shared_ptr<OpTaps>> create(const std::vector<ProbeSpec>& specs, const std::vector<TapOp>& ops,
-                                                const std::string& run_dir, int64_t resume_from = -1);
+                                                const std::string& run_dir, int64_t resume_from = -1,
+                                                bool generic = false);
   ~OpTaps();
 
   // Whether optimiser step `step` is a tap step.
@@ -90,6 +97,9 @@ class OpTaps {
   // loss = mean((prediction - target)^2), a scalar.
   void mse_loss(const std::string& name, const at::Tensor& prediction, const at::Tensor& target,
                 const at::Tensor& loss);
+
+  // Generic taps: the model's parameters by name, which name the ops that read them.
+  void name_parameters(const std::vector<std::pair<std::string, at::Tensor>>& named);
 
   // Waits for the copies, evaluates every sample exactly, appends the rows to ops.csv and disarms.
   // REQUIRES: armed at `step`, backward done. Errors: an op that ran differently from its TapOp

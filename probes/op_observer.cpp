@@ -1,0 +1,586 @@
+#include "op_observer.h"
+
+#include <algorithm>
+#include <set>
+
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+#include <torch/torch.h>
+
+#include "saddlescope/reference/elementwise.h"
+#include "saddlescope/reference/ops.h"
+
+namespace saddlescope::probes::internal {
+namespace {
+
+constexpr char kEngine[] = "autograd::engine::evaluate_function: ";
+
+// Ops whose arithmetic is evaluated (op_observer.h lists what each means).
+const std::set<std::string>& evaluable() {
+  static const std::set<std::string> ops = {
+      "aten::mm",   "aten::addmm", "aten::bmm",     "aten::mul",  "aten::add",     "aten::sub",
+      "aten::convolution", "aten::convolution_backward", "aten::relu", "aten::sigmoid", "aten::tanh",
+      "aten::exp",  "aten::sum",   "aten::mse_loss"};
+  return ops;
+}
+
+// Ops that only create, copy or move values (no rounding): neither evaluated nor counted.
+const std::set<std::string>& data_movement() {
+  static const std::set<std::string> ops = {
+      "aten::zero_",      "aten::fill_",     "aten::copy_",       "aten::clone",       "aten::contiguous",
+      "aten::to",         "aten::_to_copy",  "aten::detach",      "aten::detach_",     "aten::empty",
+      "aten::empty_like", "aten::empty_strided", "aten::zeros",   "aten::zeros_like",  "aten::ones",
+      "aten::ones_like",  "aten::full",      "aten::full_like",   "aten::cat",         "aten::stack",
+      "aten::set_",       "aten::resize_",   "aten::lift_fresh",  "aten::index_select", "aten::embedding",
+      "aten::scalar_tensor", "aten::reshape", "aten::view",       "aten::flatten",     "aten::narrow",
+      "aten::slice",      "aten::select",    "aten::expand",      "aten::t",           "aten::transpose",
+      "aten::permute",    "aten::unsqueeze", "aten::squeeze",     "aten::_reshape_alias", "aten::as_strided",
+      "aten::alias",      "aten::unbind",    "aten::split",       "aten::chunk"};
+  return ops;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string short_name(const std::string& name) { return starts_with(name, "aten::") ? name.substr(6) : name; }
+
+// The TorchScript module that called the current op, as a parameter-name prefix ("layer1.0.conv1"):
+// the interpreter's module hierarchy less TOP and SELF (a method of the same module).
+std::string module_path() {
+  std::string path;
+  for (const std::string& entry : torch::jit::currentModuleHierarchy()) {
+    const std::string name = entry.substr(0, entry.find('('));
+    if (name.empty() || name == "TOP" || name == "SELF") continue;
+    path += (path.empty() ? "" : ".") + name;
+  }
+  return path;
+}
+
+at::Tensor tensor_of(const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); }
+
+bool is_floating(const at::Tensor& t) {
+  return t.defined() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
+}
+
+// The tensor a view was taken of (Linear's weight.t() -> weight), or the tensor itself.
+const at::TensorBase& base_of(const at::Tensor& t) { return t.is_view() ? t._base() : t; }
+
+// A parameter, or a view of one.
+bool is_weight(const at::Tensor& t) {
+  if (!t.defined()) return false;
+  const at::TensorBase& base = base_of(t);
+  return base.is_leaf() && base.requires_grad();
+}
+
+std::vector<int64_t> squeezed(at::IntArrayRef s) {
+  std::vector<int64_t> v;
+  for (int64_t d : s)
+    if (d != 1) v.push_back(d);
+  return v;
+}
+
+struct Frame {
+  std::string name;
+  int64_t seq = -1;
+  bool backward = false;  // an autograd node's frame (the engine's record or the node's own)
+  std::string context;    // backward: the name of the forward op whose node runs
+  bool tapped = false;    // evaluated: nothing below it is looked at
+  bool covered = false;   // something evaluated ran within it
+  bool outermost = false;
+  std::vector<c10::IValue> inputs;
+  std::string module;     // forward: the op's name less its kernel (a parameter's module, or the caller)
+};
+
+thread_local std::vector<Frame> t_stack;
+// Set while the callbacks themselves run ops (the samples' gathers and copies): those are not the step's.
+thread_local bool t_busy = false;
+
+std::mutex g_mutex;
+OpObserver::Impl* g_active = nullptr;  // guarded by g_mutex
+
+}  // namespace
+
+struct OpObserver::Impl {
+  uint64_t seed;
+  int64_t k, step;
+  ParameterNames parameters;
+  at::CallbackHandle handle = 0;
+
+  // A forward op that created an autograd node: its name and its inputs' shapes and kinds.
+  struct Forward {
+    std::string name;
+    std::vector<std::pair<std::vector<int64_t>, bool>> inputs;  // squeezed shape, is a weight
+  };
+  struct Sample {
+    enum class Kind { kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad } kind;
+    std::string op, kernel, phase, index;
+    int64_t call = 0;
+    reference::Op fn = reference::Op::kRelu;
+    at::Tensor a, b, bias, observed;  // host copies
+    reference::Conv2dGeometry g;
+    int64_t oy = 0, ox = 0, ky = 0, kx = 0, batch = 0;
+  };
+
+  std::mutex mutex;  // everything below: the callbacks run on every thread
+  std::map<int64_t, Forward> forward;
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> calls;  // (op, phase, kernel)
+  std::vector<Sample> samples;
+  std::vector<UnevaluatedOp> unevaluated;
+  std::string error;
+
+  int64_t next_call(const std::string& op, const std::string& phase, const std::string& kernel) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return calls[{op, phase, kernel}]++;
+  }
+  std::vector<int64_t> sample(const std::string& op, const std::string& phase, int64_t call, int64_t n) const {
+    return sample_indices(op_seed(seed, step, op + "#" + std::to_string(call), phase.c_str()), std::min(k, n), n);
+  }
+  void add(Sample s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    samples.push_back(std::move(s));
+  }
+  void count_unevaluated(const std::string& op, const std::string& phase, const std::string& kernel,
+                         const std::string& dtype) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& u : unevaluated)
+      if (u.op == op && u.phase == phase && u.kernel == kernel && u.dtype == dtype) {
+        ++u.calls;
+        return;
+      }
+    unevaluated.push_back({op, phase, kernel, dtype, 1});
+  }
+  Forward* find_forward(int64_t seq) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = forward.find(seq);
+    return it == forward.end() ? nullptr : &it->second;
+  }
+  void remember(int64_t seq, const std::string& name, const std::vector<c10::IValue>& inputs) {
+    Forward f{name, {}};
+    for (const auto& v : inputs)
+      if (v.isTensor()) f.inputs.emplace_back(squeezed(v.toTensor().sizes()), is_weight(v.toTensor()));
+    std::lock_guard<std::mutex> lock(mutex);
+    forward.emplace(seq, std::move(f));
+  }
+
+  // The module of the first parameter among `inputs` ("encoder.fc1" of encoder.fc1.weight), or "".
+  std::string parameter_module(const std::vector<c10::IValue>& inputs) const {
+    for (const auto& v : inputs) {
+      if (!v.isTensor() || !v.toTensor().defined()) continue;
+      auto it = parameters.find(base_of(v.toTensor()).unsafeGetTensorImpl());
+      if (it != parameters.end()) return it->second.substr(0, it->second.rfind('.'));
+    }
+    return "";
+  }
+
+  // The phase of a backward op's output: the gradient of exactly one of the forward op's inputs.
+  static std::string phase_of(const Forward* f, const at::Tensor& out) {
+    if (!f) return "bwd";
+    const std::vector<int64_t> s = squeezed(out.sizes());
+    const std::vector<int64_t> t(s.rbegin(), s.rend());  // a matrix's gradient may come transposed
+    int matches = 0;
+    bool weight = false;
+    for (const auto& [shape, w] : f->inputs)
+      if (shape == s || (s.size() == 2 && shape == t)) {
+        ++matches;
+        weight = w;
+      }
+    return matches == 1 ? (weight ? "wgrad" : "dgrad") : "bwd";
+  }
+
+  void tap(const Frame& f, const std::vector<c10::IValue>& outputs, bool backward, const std::string& context,
+           const Forward* fwd);
+};
+
+namespace {
+
+// Samples of `out`'s elements: for each flat index, `gather` copies what it reads and sets the kind.
+template <class Gather>
+void sample_output(OpObserver::Impl& m, const std::string& op, const std::string& kernel, const std::string& phase,
+                   const at::Tensor& out, Gather gather) {
+  if (!out.defined() || out.numel() == 0) return;
+  const int64_t call = m.next_call(op, phase, kernel);
+  const at::Tensor flat = out.detach().reshape(-1);
+  for (int64_t s : m.sample(op, phase, call, out.numel())) {
+    OpObserver::Impl::Sample x;
+    x.op = op;
+    x.kernel = kernel;
+    x.phase = phase;
+    x.call = call;
+    x.index = out.dim() == 0 ? "0" : coordinates(s, out.sizes().vec());
+    x.observed = to_host(flat[s]);
+    gather(s, x);
+    m.add(std::move(x));
+  }
+}
+
+// Scalars of an op's arguments as 0-dim tensors in `like`'s dtype and device; undefined when not one.
+at::Tensor operand(const c10::IValue& v, const at::Tensor& like) {
+  if (v.isTensor()) return v.toTensor();
+  if (v.isScalar()) return at::scalar_tensor(v.toScalar(), like.options());
+  return {};
+}
+
+bool is_one(const c10::IValue& v) { return v.isScalar() && v.toScalar().toDouble() == 1.0; }
+
+}  // namespace
+
+void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outputs, bool backward,
+                           const std::string& context, const Forward* fwd) {
+  using Kind = Sample::Kind;
+  torch::NoGradGuard no_grad;
+  const std::string kernel = short_name(f.name);
+  const std::string op = backward ? context : (f.module.empty() ? kernel : f.module + ":" + kernel);
+  const std::vector<c10::IValue>& in = f.inputs;
+  at::Tensor out = outputs.empty() ? at::Tensor() : tensor_of(outputs[0]);
+  auto phase = [&](const at::Tensor& t) { return backward ? phase_of(fwd, t) : std::string("fwd"); };
+  // An op of an evaluated kind whose arguments the reference does not take (another dtype, β ≠ 1, ...).
+  auto skip = [&] {
+    count_unevaluated(op, backward ? "bwd" : "fwd", kernel, out.defined() ? c10::toString(out.scalar_type()) : "?");
+  };
+  // Every tensor operand floating and of the output's dtype.
+  for (const auto& v : in)
+    if (v.isTensor() && v.toTensor().defined() && (!is_floating(v.toTensor()) || !out.defined() ||
+                                                   v.toTensor().scalar_type() != out.scalar_type())) {
+      if (f.name != "aten::convolution_backward") return skip();
+    }
+  if (f.name != "aten::convolution_backward" && !is_floating(out)) return skip();
+
+  if (f.name == "aten::mm" || f.name == "aten::addmm" || f.name == "aten::bmm") {
+    const bool add = f.name == "aten::addmm";
+    if (add && !(is_one(in[3]) && is_one(in[4]))) return skip();
+    const at::Tensor a = tensor_of(in[add ? 1 : 0]).detach(), b = tensor_of(in[add ? 2 : 1]).detach();
+    const at::Tensor bias = add ? tensor_of(in[0]).detach().expand(out.sizes()).reshape(-1) : at::Tensor();
+    const bool batched = f.name == "aten::bmm";
+    const int64_t rows = out.size(batched ? 1 : 0), cols = out.size(batched ? 2 : 1);
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      const int64_t j = s % cols, i = s / cols % rows, n = s / (rows * cols);
+      at::Tensor row = batched ? a[n][i] : a[i], col = batched ? b[n].select(1, j) : b.select(1, j);
+      if (add) {
+        row = at::cat({row, bias[s].reshape({1})});
+        col = at::cat({col, at::ones({1}, col.options())});
+      }
+      x.kind = Kind::kDot;
+      x.a = to_host(row);
+      x.b = to_host(col);
+    });
+  } else if (f.name == "aten::mul" || f.name == "aten::add" || f.name == "aten::sub") {
+    if (f.name != "aten::mul" && in.size() > 2 && !is_one(in[2])) return skip();
+    const at::Tensor a = operand(in[0], out), b = operand(in[1], out);
+    if (!a.defined() || !b.defined()) return skip();
+    const at::Tensor ea = a.detach().expand(out.sizes()).reshape(-1), eb = b.detach().expand(out.sizes()).reshape(-1);
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      if (f.name == "aten::mul") {
+        x.kind = Kind::kDot;
+        x.a = to_host(ea[s].reshape({1}));
+        x.b = to_host(eb[s].reshape({1}));
+      } else {
+        x.kind = Kind::kSum;
+        x.a = to_host(at::stack({ea[s], f.name == "aten::sub" ? -eb[s] : eb[s]}));
+      }
+    });
+  } else if (f.name == "aten::relu" || f.name == "aten::sigmoid" || f.name == "aten::tanh" || f.name == "aten::exp") {
+    const at::Tensor x_in = tensor_of(in[0]).detach().reshape(-1);
+    const reference::Op fn = f.name == "aten::relu" ? reference::Op::kRelu
+                             : f.name == "aten::sigmoid" ? reference::Op::kSigmoid
+                             : f.name == "aten::tanh" ? reference::Op::kTanh : reference::Op::kExp;
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kElementwise;
+      x.fn = fn;
+      x.a = to_host(x_in[s]);
+    });
+  } else if (f.name == "aten::sum") {
+    const at::Tensor self = tensor_of(in[0]).detach();
+    std::vector<int64_t> dims;
+    if (in.size() > 1 && in[1].isIntList()) dims = in[1].toIntVector();
+    if (in.size() > 1 && !in[1].isIntList() && !in[1].isNone()) return skip();
+    if (in.size() > 3 && !in[3].isNone()) return skip();
+    std::vector<int64_t> kept, reduced;
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      const bool r = dims.empty() || std::any_of(dims.begin(), dims.end(), [&](int64_t x) {
+                       return (x < 0 ? x + self.dim() : x) == d;
+                     });
+      (r ? reduced : kept).push_back(d);
+    }
+    std::vector<int64_t> order = kept;
+    order.insert(order.end(), reduced.begin(), reduced.end());
+    const at::Tensor terms = self.permute(order).reshape({out.numel(), -1});
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kSum;
+      x.a = to_host(terms[s]);
+    });
+  } else if (f.name == "aten::mse_loss") {
+    if (!(in.size() > 2 && in[2].isInt() && in[2].toInt() == 1)) return skip();
+    const at::Tensor p = tensor_of(in[0]).detach();
+    const at::Tensor t = tensor_of(in[1]).detach().expand(p.sizes());
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t, Sample& x) {
+      x.kind = Kind::kMse;
+      x.a = to_host(p.reshape(-1));
+      x.b = to_host(t.reshape(-1));
+    });
+  } else if (f.name == "aten::convolution" || f.name == "aten::convolution_backward") {
+    const bool bwd = f.name == "aten::convolution_backward";
+    // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+    // convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+    // output_padding, groups, output_mask) -> (grad_input, grad_weight, grad_bias).
+    const size_t o = bwd ? 1 : 0;
+    const at::Tensor grad_out = bwd ? tensor_of(in[0]).detach() : at::Tensor();
+    const at::Tensor x_in = tensor_of(in[o]).detach(), w = tensor_of(in[o + 1]).detach();
+    const at::Tensor bias = bwd ? at::Tensor() : tensor_of(in[2]);
+    const std::vector<int64_t> stride = in[o + 3].toIntVector(), pad = in[o + 4].toIntVector(),
+                               dilation = in[o + 5].toIntVector();
+    const int64_t groups = in[o + 8].toInt();
+    if (x_in.dim() != 4 || in[o + 6].toBool() || stride.size() != 2 || pad.size() != 2 || dilation.size() != 2 ||
+        !is_floating(x_in) || x_in.scalar_type() != w.scalar_type())
+      return skip();
+    const int64_t cg = w.size(1), og = w.size(0) / groups;
+    reference::Conv2dGeometry g{cg, x_in.size(2), x_in.size(3), w.size(2), w.size(3), stride[0], stride[1],
+                                pad[0], pad[1], dilation[0], dilation[1]};
+    if (!bwd) {
+      const int64_t oc = out.size(1), oh = out.size(2), ow = out.size(3);
+      sample_output(*this, op, kernel, "fwd", out, [&](int64_t s, Sample& x) {
+        const int64_t n = s / (oc * oh * ow), oo = s / (oh * ow) % oc, oy = s / ow % oh, ox = s % ow;
+        const Patch p = conv_patch(g, oy, ox);
+        x.kind = Kind::kConv;
+        x.a = to_host(x_in[n].narrow(0, oo / og * cg, cg).narrow(1, p.y0, p.geometry.height).narrow(2, p.x0, p.geometry.width));
+        x.b = to_host(w[oo]);
+        if (bias.defined()) x.bias = to_host(bias.detach()[oo]);
+        x.g = p.geometry;
+        x.oy = p.oy;
+        x.ox = p.ox;
+      });
+      return;
+    }
+    const at::Tensor grad_input = tensor_of(outputs[0]), grad_weight = tensor_of(outputs[1]),
+                     grad_bias = outputs.size() > 2 ? tensor_of(outputs[2]) : at::Tensor();
+    if (grad_input.defined()) {
+      const int64_t c = grad_input.size(1), h = grad_input.size(2), wd = grad_input.size(3);
+      sample_output(*this, op, kernel, "dgrad", grad_input, [&](int64_t s, Sample& x) {
+        const int64_t n = s / (c * h * wd), cc = s / (h * wd) % c, y = s / wd % h, xx = s % wd;
+        const int64_t group = cc / cg;
+        x.kind = Kind::kConvDgrad;
+        x.a = to_host(grad_out[n].narrow(0, group * og, og));     // (og, OH, OW)
+        x.b = to_host(w.narrow(0, group * og, og).select(1, cc % cg));  // (og, kh, kw)
+        x.g = g;
+        x.oy = y;
+        x.ox = xx;
+      });
+    }
+    if (grad_weight.defined()) {
+      const int64_t per_out = cg * g.kernel_h * g.kernel_w;
+      sample_output(*this, op, kernel, "wgrad", grad_weight, [&](int64_t s, Sample& x) {
+        const int64_t oo = s / per_out, c_l = s % per_out / (g.kernel_h * g.kernel_w);
+        x.kind = Kind::kConvWgrad;
+        x.a = to_host(x_in.select(1, oo / og * cg + c_l));  // (N, H, W)
+        x.b = to_host(grad_out.select(1, oo));              // (N, OH, OW)
+        x.g = g;
+        x.ky = s % (g.kernel_h * g.kernel_w) / g.kernel_w;
+        x.kx = s % g.kernel_w;
+        x.batch = x_in.size(0);
+      });
+    }
+    if (grad_bias.defined()) {
+      sample_output(*this, op, kernel + ".grad_bias", "wgrad", grad_bias, [&](int64_t s, Sample& x) {
+        x.kind = Kind::kSum;
+        x.a = to_host(grad_out.select(1, s).reshape(-1));
+      });
+    }
+  }
+}
+
+namespace {
+
+// The last of `all` that the op's schema says are its own: an op called from the TorchScript interpreter
+// records the interpreter's whole stack, values below its arguments and results included.
+template <class Values>
+std::vector<c10::IValue> own(const at::RecordFunction& fn, const Values& all, bool results) {
+  size_t n = all.size();
+  if (auto name = fn.operator_name())
+    if (auto op = c10::Dispatcher::singleton().findOp(*name))
+      n = results ? op->schema().returns().size() : op->schema().arguments().size();
+  n = std::min(n, static_cast<size_t>(all.size()));
+  return std::vector<c10::IValue>(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+}
+std::vector<c10::IValue> results(const at::RecordFunction& fn) { return own(fn, fn.outputs(), true); }
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (t_busy) return nullptr;
+  std::vector<Frame>& stack = t_stack;
+  Frame f;
+  f.name = fn.name();
+  f.seq = fn.seqNr();
+  OpObserver::Impl* m;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    m = g_active;
+  }
+  const bool inside_tapped = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.tapped; });
+  if (!m || inside_tapped) {
+    stack.push_back(std::move(f));
+    return nullptr;
+  }
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    f.backward = true;
+    const OpObserver::Impl::Forward* fwd = m->find_forward(f.seq);
+    f.context = fwd ? fwd->name : f.name;
+    if (!stack.empty() && stack.back().backward) stack.back().context = f.context, stack.back().seq = f.seq;
+  } else if (starts_with(f.name, kEngine)) {
+    f.backward = true;
+    f.context = f.name.substr(sizeof(kEngine) - 1);
+  } else {
+    f.outermost = stack.empty() || stack.back().backward;
+    f.tapped = evaluable().count(f.name) > 0;
+    const bool in_backward = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.backward; });
+    if (f.tapped || f.outermost || (!in_backward && f.seq >= 0)) {
+      f.inputs = own(fn, fn.inputs(), false);
+    }
+    if (!in_backward) {
+      f.module = m->parameter_module(f.inputs);
+      if (f.module.empty()) f.module = module_path();
+    }
+  }
+  stack.push_back(std::move(f));
+  return nullptr;
+}
+
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (t_busy) return;
+  std::vector<Frame>& stack = t_stack;
+  if (stack.empty()) return;
+  Frame f = std::move(stack.back());
+  stack.pop_back();
+  OpObserver::Impl* m;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    m = g_active;
+  }
+  if (!m || f.backward || f.inputs.empty()) return;
+  const Frame* node = nullptr;  // the innermost autograd node this op runs in
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+    if (it->backward) {
+      node = &*it;
+      break;
+    }
+  const bool backward = node != nullptr;
+  const std::string kernel = short_name(f.name);
+  t_busy = true;
+  struct Done {
+    ~Done() { t_busy = false; }
+  } done;
+  const std::string name = f.module.empty() ? kernel : f.module + ":" + kernel;
+  try {
+    if (f.tapped) {
+      const OpObserver::Impl::Forward* fwd = node ? m->find_forward(node->seq) : nullptr;
+      m->tap(f, results(fn), backward, node ? node->context : "", fwd);
+      for (auto& parent : stack) parent.covered = true;
+    } else if (f.outermost && !f.covered && data_movement().count(f.name) == 0) {
+      // Counted when it computes floating values that are not a view of an input.
+      at::Tensor out;
+      for (const auto& v : results(fn))
+        if (is_floating(tensor_of(v))) out = tensor_of(v);
+      bool view = false;
+      for (const auto& v : f.inputs)
+        if (out.defined() && v.isTensor() && v.toTensor().defined() && out.is_alias_of(v.toTensor())) view = true;
+      if (out.defined() && !view)
+        m->count_unevaluated(backward ? node->context : name, backward ? "bwd" : "fwd", kernel,
+                             c10::toString(out.scalar_type()));
+    }
+    // The op whose autograd node carries this sequence number (ops before it peek the same number).
+    bool made_node = false;
+    for (const auto& v : results(fn)) {
+      const at::Tensor t = tensor_of(v);
+      made_node |= t.defined() && t.grad_fn() && t.grad_fn()->sequence_nr() == static_cast<uint64_t>(f.seq);
+    }
+    if (!backward && f.seq >= 0 && made_node) m->remember(f.seq, name, f.inputs);
+  } catch (const c10::Error& e) {
+    std::lock_guard<std::mutex> lock(m->mutex);
+    if (m->error.empty()) m->error = fmt::format("op {}: {}", f.name, e.what_without_backtrace());
+  }
+}
+
+template <class T>
+Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s) {
+  using Kind = OpObserver::Impl::Sample::Kind;
+  const T* a = s.a.defined() ? s.a.data_ptr<T>() : nullptr;
+  const T* b = s.b.defined() ? s.b.data_ptr<T>() : nullptr;
+  switch (s.kind) {
+    case Kind::kDot: return reference::evaluate_dot(a, s.a.numel(), b, s.b.numel());
+    case Kind::kSum: return reference::evaluate_sum(a, s.a.numel());
+    case Kind::kElementwise: return reference::evaluate_elementwise(s.fn, *a);
+    case Kind::kMse: return reference::evaluate_mse_loss(a, s.a.numel(), b, s.b.numel());
+    case Kind::kConv:
+      return reference::evaluate_conv2d_element(a, s.a.numel(), b, s.b.numel(),
+                                                s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.g, s.oy, s.ox);
+    case Kind::kConvWgrad:
+      return reference::evaluate_conv2d_weight_grad(a, s.a.numel(), b, s.b.numel(), s.batch, s.g, s.ky, s.kx);
+    case Kind::kConvDgrad: {
+      // grad_input[y][x] = Σ over output channels o and taps (ky, kx) that read input (y, x) of
+      // grad_output[o][oy][ox] · weight[o][ky][kx], with oy·stride − pad + ky·dilation = y.
+      const reference::Conv2dGeometry& g = s.g;
+      const int64_t oc = s.a.size(0), oh = s.a.size(1), ow = s.a.size(2);
+      std::vector<T> go, wt;
+      for (int64_t o = 0; o < oc; ++o)
+        for (int64_t ky = 0; ky < g.kernel_h; ++ky)
+          for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+            const int64_t ty = s.oy + g.pad_h - ky * g.dilation_h, tx = s.ox + g.pad_w - kx * g.dilation_w;
+            if (ty < 0 || tx < 0 || ty % g.stride_h != 0 || tx % g.stride_w != 0) continue;
+            const int64_t y = ty / g.stride_h, x = tx / g.stride_w;
+            if (y >= oh || x >= ow) continue;
+            go.push_back(a[(o * oh + y) * ow + x]);
+            wt.push_back(b[(o * g.kernel_h + ky) * g.kernel_w + kx]);
+          }
+      return reference::evaluate_dot(go.data(), static_cast<int64_t>(go.size()), wt.data(),
+                                     static_cast<int64_t>(wt.size()));
+    }
+  }
+  return Status::Error("unknown sample kind");
+}
+
+}  // namespace
+
+OpObserver::OpObserver(uint64_t seed, int64_t k, int64_t step, ParameterNames parameters)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->seed = seed;
+  impl_->k = k;
+  impl_->step = step;
+  impl_->parameters = std::move(parameters);
+}
+
+OpObserver::~OpObserver() { stop(); }
+
+void OpObserver::start() {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    SADDLESCOPE_CHECK(g_active == nullptr && impl_->handle == 0);
+    g_active = impl_.get();
+  }
+  impl_->handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
+                                            .needsInputs(true)
+                                            .needsOutputs(true)
+                                            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+void OpObserver::stop() {
+  if (impl_->handle == 0) return;
+  at::removeCallback(impl_->handle);
+  impl_->handle = 0;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_active == impl_.get()) g_active = nullptr;
+}
+
+Status OpObserver::evaluate(std::vector<ObservedRow>* rows, std::vector<UnevaluatedOp>* unevaluated) {
+  Impl& m = *impl_;
+  if (!m.error.empty()) return Status::Error(m.error);
+  for (const Impl::Sample& s : m.samples) {
+    const bool f64 = s.observed.scalar_type() == at::kDouble;
+    auto e = f64 ? evaluate_sample<double>(s) : evaluate_sample<float>(s);
+    if (!e) return Status::Error(fmt::format("op {} ({}) at step {}: {}", s.op, s.kernel, m.step, e.status().message()));
+    TapRow r = f64 ? tap_row(s.phase, s.index, s.call, *e, s.observed.item<double>())
+                   : tap_row(s.phase, s.index, s.call, *e, s.observed.item<float>());
+    rows->push_back({s.op, s.kernel, std::move(r)});
+  }
+  *unevaluated = m.unevaluated;
+  return Status::Ok();
+}
+
+}  // namespace saddlescope::probes::internal
