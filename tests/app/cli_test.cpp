@@ -55,7 +55,7 @@ TEST(Cli, TrainFlagErrors) {
   expect_error("train --batch-size 0" + out, "--batch-size: must be >= 1, got 0");
   expect_error("train --steps ten" + out, "--steps: must be an integer, got 'ten'");
   expect_error("train --device tpu" + out, "--device: must be cpu, cuda or cuda:N, got 'tpu'");
-  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, prednet, linear, got 'resnet'");
+  expect_error("train --model resnet" + out, "--model: must be one of autoencoder, prednet, linear, torchscript, got 'resnet'");
   expect_error("train --model linear --data mnist" + out,
                "model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not mnist");
   expect_error("train --data mnist --batch-size 60001 --steps 1" + out,

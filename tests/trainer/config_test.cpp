@@ -78,7 +78,7 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   expect_file_error("hidden = []\n", "1: hidden must list at least one width");
   expect_file_error("device = \"gpu\"\n", "1: device must be cpu, cuda or cuda:N, got 'gpu'");
   expect_file_error("data = \"npy:\"\n", "1: data must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got 'npy:'");
-  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, prednet, linear, got 'resnet'");
+  expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, prednet, linear, torchscript, got 'resnet'");
   expect_file_error("threads = 0\n", "1: threads must be >= 1, got 0");
   expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
 }
@@ -461,7 +461,7 @@ TEST_F(ConfigTest, EveryModelDtypeAndDeviceKeepsItsRunId) {
 }
 
 TEST(ConfigChoices, EachNameParsesBackToItsValue) {
-  for (ModelKind m : {ModelKind::kAutoencoder, ModelKind::kPredNet, ModelKind::kLinear})
+  for (ModelKind m : {ModelKind::kAutoencoder, ModelKind::kPredNet, ModelKind::kLinear, ModelKind::kTorchScript})
     EXPECT_EQ(*parse_model(model_name(m)), m) << model_name(m);
   for (Dtype d : {Dtype::kFloat32, Dtype::kFloat64}) EXPECT_EQ(*parse_dtype(dtype_name(d)), d) << dtype_name(d);
   for (const char* name : {"cpu", "cuda", "cuda:0", "cuda:1", "cuda:999"}) {
@@ -476,7 +476,7 @@ TEST(ConfigChoices, EachNameParsesBackToItsValue) {
   EXPECT_EQ(parse_device("cuda:01")->name(), "cuda:1");
   for (const char* bad : {"", "gpu", "CPU", "cuda:", "cuda:-1", "cuda:1000", "cuda:1x", "cuda1"})
     EXPECT_EQ(parse_device(bad).status().message(), "must be cpu, cuda or cuda:N, got '" + std::string(bad) + "'");
-  EXPECT_EQ(parse_model("Linear").status().message(), "must be one of autoencoder, prednet, linear, got 'Linear'");
+  EXPECT_EQ(parse_model("Linear").status().message(), "must be one of autoencoder, prednet, linear, torchscript, got 'Linear'");
   EXPECT_EQ(parse_dtype("").status().message(), "must be one of float32, float64, got ''");
 }
 
