@@ -40,6 +40,9 @@ int print_train_result(const trainer::RunConfig& cfg, const Result<trainer::Trai
   fmt::print("train    loss {:.6f} (mean of the last {} steps)\n", r->final_loss, std::min(cfg.log_every, cfg.steps));
   fmt::print("{:<8} MSE {:.6f}; {} baseline {:.6f} (model/baseline = {:.3f})\n", r->eval_split, *r->eval_mse,
              r->baseline, *r->baseline_mse, *r->eval_mse / *r->baseline_mse);
+  if (r->cross_entropy)
+    fmt::print("{:<8} cross entropy {:.6f} (baseline {:.6f}), accuracy {:.4f}\n", r->eval_split, *r->cross_entropy,
+               *r->baseline_cross_entropy, *r->accuracy);
   return 0;
 }
 

@@ -368,6 +368,9 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     result.eval_mse = m.evaluation->mse;
     result.baseline_mse = m.evaluation->baseline_mse;
     result.baseline = m.evaluation->baseline;
+    result.cross_entropy = m.evaluation->cross_entropy;
+    result.baseline_cross_entropy = m.evaluation->baseline_cross_entropy;
+    result.accuracy = m.evaluation->accuracy;
   }
 
   index_run(cfg.out, dir);

@@ -35,6 +35,8 @@ struct TrainResult {
   std::optional<double> eval_mse;           // mean squared error per pixel on the eval split
   std::optional<double> baseline_mse;       // same, for the trivial baseline
   std::string baseline;                     // "mean training image" or "previous frame"
+  // A classifier's (model torchscript, loss cross_entropy): store::Evaluation's.
+  std::optional<double> cross_entropy, baseline_cross_entropy, accuracy;
   std::string eval_split;                   // "test" or "train"
   double train_s = 0;
 };
