@@ -4,7 +4,7 @@
     /usr/bin/python3 tests/trainer/make_modules.py DIR FEATURES CLASSES
 
 good ones: classifier.pt (FEATURES -> 16 -> CLASSES logits), module_loss.pt (an autoencoder with its own
-scripted loss). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
+scripted loss), convnet.pt (two convolutions, one strided, one grouped and dilated; FEATURES = 24). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
 features), no_params.pt, float32_only.pt (casts its input to float32: refuses float64 runs),
 tuple_out.pt (forward returns a tuple).
 """
@@ -36,6 +36,22 @@ class ModuleLoss(nn.Module):
     @torch.jit.export
     def loss(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return (prediction - target.reshape(prediction.shape)).abs().mean()
+
+
+class ConvNet(nn.Module):
+    """Rows of 24 values as 1x4x6 images: a strided, padded conv, a grouped dilated one, a linear head."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, stride=(1, 2), padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=2)
+        self.head = nn.Linear(4 * 4 * 3, features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.reshape(-1, 1, 4, 6)
+        x = torch.tanh(self.conv1(x))
+        x = torch.relu(self.conv2(x))
+        return torch.sigmoid(self.head(torch.flatten(x, 1)))
 
 
 class WrongInput(nn.Module):
@@ -75,6 +91,7 @@ def main() -> None:
     out, features, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     torch.manual_seed(0)
     for name, module in [("classifier", Classifier(features, classes)), ("module_loss", ModuleLoss(features)),
+                         ("convnet", ConvNet(features)),
                          ("wrong_input", WrongInput()), ("no_params", NoParams()),
                          ("float32_only", Float32Only(features)), ("tuple_out", TupleOut(features))]:
         torch.jit.save(torch.jit.script(module), f"{out}/{name}.pt")

@@ -195,6 +195,36 @@ TEST_F(TorchScript, GenericOpTapsMeasureEveryAtenOpAndListTheRest) {
   for (const auto& row : *rows) EXPECT_TRUE(row.step == 0 || row.step == 50) << row.step;
 }
 
+// Convolutions, strided, padded, grouped and dilated: forward, data gradient, weight gradient and bias
+// gradient elements within their bounds, and tanh, relu, sigmoid, mse_loss beside them.
+TEST_F(TorchScript, GenericTapsEvaluateConvolutionsForwardAndBackward) {
+  base.steps = 2;
+  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["convnet"]}, {"probe", {"ops:every=1,k=6"}}});
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto r = train(*cfg, {false, nullptr});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto rows = store::RunDir::open(r->run_dir)->ops();
+  ASSERT_TRUE(rows.ok());
+  std::map<std::string, int> measured;
+  for (const auto& row : *rows) {
+    if (row.flag == "not_evaluated") continue;
+    EXPECT_EQ(row.flag, "within") << row.op << " " << row.phase << " " << row.kernel << " " << row.index;
+    ++measured[row.op + " " + row.phase + " " + row.kernel];
+  }
+  for (const char* want : {"conv1:convolution fwd convolution", "conv2:convolution fwd convolution",
+                           "conv2:convolution dgrad convolution_backward", "conv2:convolution wgrad convolution_backward",
+                           "conv1:convolution wgrad convolution_backward", "conv2:convolution wgrad convolution_backward.grad_bias",
+                           "tanh fwd tanh", "relu fwd relu", "sigmoid fwd sigmoid", "mse_loss fwd mse_loss"})
+  {
+    // Two tap steps of k = 6 samples; the loss has one element, a bias gradient four (the channels).
+    const std::string w = want;
+    const int per_step = w.find("mse_loss") != std::string::npos ? 1 : w.find("grad_bias") != std::string::npos ? 4 : 6;
+    EXPECT_EQ(measured[want], 2 * per_step) << want << " among " << ::testing::PrintToString(measured);
+  }
+  // conv1 reads the data, which needs no gradient: no dgrad rows for it.
+  EXPECT_EQ(measured.count("conv1:convolution dgrad convolution_backward"), 0u);
+}
+
 // The scripted autoencoder tapped generically, every element: the same observed and exact values as the
 // built-in model's own taps of its Linear layers and activations.
 TEST_F(TorchScript, GenericTapsAgreeWithTheBuiltInTaps) {
