@@ -4,8 +4,9 @@
   check_numbers.py README.md [README.md ...]
 
 For each README, the data are the JSON files in its directory and below (analysis.json, report.json,
-reruns.json; not the figures' CSVs, whose thousands of points would match any short number) and the
-hosts' fingerprints (env*.txt). A number in
+reruns.json; not the figures' CSVs, whose thousands of points would match any short number), the
+hosts' fingerprints (env*.txt) and analyses as `saddlescope analyze` printed them (verdict*.txt, whose
+percentages are read as fractions). A number in
 the README's prose or tables (not in code, links or headings) counts as found when some data value, shown
 with the same number of decimals, reads the same: 0.03063 is found in 0.030634..., 2.30 in 2.2962..., a
 percentage 0.72% in 0.0072..., and a number written without a sign in either sign of a value (tables
@@ -40,6 +41,10 @@ def data_values(root, readme):
                 with open(p, encoding="utf-8") as fh: walk(json.load(fh))
             elif f.startswith("env") and f.endswith(".txt"):  # the hosts' fingerprints
                 with open(p, encoding="utf-8", errors="replace") as fh: walk(fh.read())
+            elif f.startswith("verdict") and f.endswith(".txt"):  # an analysis as `analyze` printed it
+                with open(p, encoding="utf-8", errors="replace") as fh:
+                    for m in re.finditer(r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(%?)", fh.read()):
+                        values.append(float(m.group(1)) / (100 if m.group(2) else 1))
     return [v for v in values if math.isfinite(v)]
 
 
