@@ -32,7 +32,8 @@ int print_train_result(const trainer::RunConfig& cfg, const Result<trainer::Trai
     return 128 + r->stop_signal;  // the shell's convention for a process ended by that signal
   }
   if (r->diverged_at_step) {
-    fmt::print("status   diverged: loss not finite at step {} (of {})\n", *r->diverged_at_step, cfg.steps);
+    fmt::print("status   diverged: {} at step {} (of {})\n",
+               r->diverged_reason.empty() ? "loss not finite" : r->diverged_reason, *r->diverged_at_step, cfg.steps);
     return 0;
   }
   fmt::print("status   completed {} steps in {:.1f} s ({:.0f} steps/s)\n", r->steps_completed, r->train_s,

@@ -55,6 +55,8 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
   auto [params, loss] = target(spec, model);
   auto H = make_hvp(loss, params, spec.get_bool("graph"));
   if (!H) return H.status();
+  if (!std::isfinite(H->loss) || !H->gradient.isfinite().all().item<bool>())
+    return Status::Error(fmt::format("non-finite probe loss ({}) or gradient on the probe batch", H->loss));
   // Seeded per step, so that a probe's result at a step does not depend on what ran before.
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(spec.get_int("seed")) * 1000003u +
                                             static_cast<uint64_t>(step));
@@ -92,11 +94,17 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
   return m;
 }
 
+// Whether `s` is a measurement's numerical failure (measure's and lanczos.h's "non-finite" errors)
+// rather than a bug or a setting.
+bool numerical(const Status& s) { return s.message().find("non-finite") != std::string::npos; }
+
 class CurvatureProbe : public Probe {
  public:
   CurvatureProbe(ProbeSpec spec, std::string run_dir, store::TableWriter<store::CurvatureRow> csv,
-                 store::TableWriter<store::CurvatureEigenRow> eigen)
-      : spec_(std::move(spec)), run_dir_(std::move(run_dir)), csv_(std::move(csv)), eigen_(std::move(eigen)) {}
+                 store::TableWriter<store::CurvatureEigenRow> eigen,
+                 std::shared_ptr<std::vector<ProbeFailure>> failures)
+      : spec_(std::move(spec)), run_dir_(std::move(run_dir)), csv_(std::move(csv)), eigen_(std::move(eigen)),
+        failures_(std::move(failures)) {}
 
   // Due at the spec's steps, and at the step after one (for the Hessian-Lipschitz HVP).
   bool due(int64_t step) const override { return spec_.due(step) || (pending_ && pending_->step + 1 == step); }
@@ -106,6 +114,10 @@ class CurvatureProbe : public Probe {
     if (!spec_.due(step)) return Status::Ok();
     Clock::time_point t0 = Clock::now();
     auto m = measure(spec_, model, step);
+    if (!m && numerical(m.status())) {  // recorded; the run goes on
+      failures_->push_back({step, "curvature", m.status().message()});
+      return write_failed(step, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
     if (!m) return m.status();
     SADDLESCOPE_RETURN_IF_ERROR(write_eigen(step, m->eig));
     pending_ = Pending{step, std::move(*m), std::chrono::duration<double>(Clock::now() - t0).count()};
@@ -128,6 +140,7 @@ class CurvatureProbe : public Probe {
     auto [params, loss] = target(spec_, model);
     auto H = make_hvp(loss, params);  // one HVP: nothing to replay
     if (!H) return H.status();
+    if (!std::isfinite(H->loss)) return write(kNaN);  // no estimate; the measurement at step stands
     at::Tensor hv1 = H->apply(pending_->m.eig.smallest.front().vector);
     at::Tensor step = flatten(params, params) - pending_->m.theta;
     auto lipschitz = hessian_lipschitz(pending_->m.hv_min, hv1, step);
@@ -166,6 +179,21 @@ class CurvatureProbe : public Probe {
     return csv_.flush();
   }
 
+  // The row of a measurement that failed numerically: NaN values, not converged, no iterations.
+  Status write_failed(int64_t step, double seconds) {
+    store::CurvatureRow r;
+    r.step = step;
+    for (double* x : {&r.probe_loss, &r.probe_grad_norm, &r.lambda_min, &r.lambda_min_residual, &r.lambda_max,
+                      &r.lambda_max_residual, &r.trace, &r.trace_se, &r.negative_mass, &r.negative_mass_lower,
+                      &r.negative_mass_upper, &r.g_dot_vmin, &r.hessian_lipschitz})
+      *x = kNaN;
+    r.tolerance = spec_.get_double("tol");
+    r.float64 = spec_.get_bool("float64");
+    r.probe_s = seconds;
+    csv_.append(r);
+    return csv_.flush();
+  }
+
   Status write_eigen(int64_t step, const LanczosResult& eig) {
     for (const auto* end : {&eig.smallest, &eig.largest}) {
       const char* name = end == &eig.smallest ? "min" : "max";
@@ -190,6 +218,7 @@ class CurvatureProbe : public Probe {
   store::TableWriter<store::CurvatureRow> csv_;
   store::TableWriter<store::CurvatureEigenRow> eigen_;
   std::optional<Pending> pending_;
+  std::shared_ptr<std::vector<ProbeFailure>> failures_;
 };
 
 class SymmetryProbe : public Probe {
@@ -244,7 +273,8 @@ Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n
       if (!csv) return csv.status();
       auto eigen = store::TableWriter<store::CurvatureEigenRow>::open(run_dir, store::kCurvatureEigen, resume_from);
       if (!eigen) return eigen.status();
-      set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen)));
+      set.probes_.push_back(
+          std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen), set.failures_));
     } else if (spec.name == "symmetry") {
       auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
       if (!csv) return csv.status();

@@ -85,7 +85,8 @@ class Fields {
 constexpr const char* kKnownKeys[] = {
     "format", "format_version", "run_id", "config_key", "status", "error", "stopped_by", "process", "config",
     "data", "execution", "perturbation_applied", "fingerprint", "files", "timings", "steps_completed",
-    "steps_per_s", "diverged_at_step", "final_loss", "evaluation", "checkpoint_step", "resumes"};
+    "steps_per_s", "diverged_at_step", "diverged_reason", "probe_failures", "final_loss", "evaluation",
+    "checkpoint_step", "resumes"};
 
 }  // namespace
 
@@ -139,6 +140,12 @@ json RunManifest::to_json() const {
   j["steps_completed"] = steps_completed;
   j["steps_per_s"] = optional_json(steps_per_s);
   j["diverged_at_step"] = optional_json(diverged_at_step);
+  if (!diverged_reason.empty()) j["diverged_reason"] = diverged_reason;
+  if (!probe_failures.empty()) {
+    j["probe_failures"] = json::array();
+    for (const auto& p : probe_failures)
+      j["probe_failures"].push_back({{"step", p.step}, {"probe", p.probe}, {"reason", p.reason}});
+  }
   j["final_loss"] = optional_json(final_loss);
   j["evaluation"] = evaluation ? json{{"split", evaluation->split},
                                       {"mse", evaluation->mse},
@@ -183,6 +190,19 @@ Result<RunManifest> RunManifest::from_json(const json& j, const std::string& pat
   f.get("steps_completed", &m.steps_completed, true);
   f.get("steps_per_s", &m.steps_per_s);
   f.get("diverged_at_step", &m.diverged_at_step);
+  f.get("diverged_reason", &m.diverged_reason);
+  if (j.contains("probe_failures")) {
+    const json& a = j["probe_failures"];
+    bool ok = a.is_array();
+    for (size_t i = 0; ok && i < a.size(); ++i) {
+      const json& e = a[i];
+      ok = e.is_object() && e.value("step", json()).is_number_integer() && e.value("probe", json()).is_string() &&
+           e.value("reason", json()).is_string();
+      if (ok) m.probe_failures.push_back({e["step"].get<int64_t>(), e["probe"].get<std::string>(), e["reason"].get<std::string>()});
+    }
+    if (!ok)
+      return Status::Error(path + ": probe_failures must be an array of {step, probe, reason}");
+  }
   f.get("final_loss", &m.final_loss);
   f.get("checkpoint_step", &m.checkpoint_step);
   f.get("resumes", &m.resumes);

@@ -83,6 +83,16 @@ void TrainStep::compute(const torch::Tensor& batch, bool eager, const torch::Ten
   }, eager);
 }
 
+std::string TrainStep::non_finite() const {
+  torch::NoGradGuard no_grad;
+  torch::Tensor ok = torch::stack({loss_.isfinite().all(), flat_.isfinite().all(), flat_.grad().isfinite().all()}).cpu();
+  const char* names[] = {"the loss", "the parameters", "the gradients"};
+  std::string what;
+  for (int64_t i = 0; i < 3; ++i)
+    if (!ok[i].item<bool>()) what += (what.empty() ? "" : i == 2 ? " and " : ", ") + std::string(names[i]);
+  return what;
+}
+
 void TrainStep::update() {
   update_graph_.run([&] {
     norm_.copy_(flat_.grad().norm());

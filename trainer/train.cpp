@@ -153,7 +153,20 @@ Status train_loop(Loop& L, TrainResult* result) {
     train_step.compute(L.perturb.batch(batch), /*eager=*/tap, ahead);
     if (tap) SADDLESCOPE_RETURN_IF_ERROR(L.taps.record(step));
     L.perturb.gradients(params);
-    if (L.probe_set.due(step)) SADDLESCOPE_RETURN_IF_ERROR(L.probe_set.run(step, view));
+    if (L.probe_set.due(step)) {
+      // Divergence is a result whichever part of the step meets it first: probes on parameters that
+      // are no longer finite would fail, so the run ends here as diverged (the loss check's outcome).
+      if (std::string what = train_step.non_finite(); !what.empty()) {
+        SADDLESCOPE_RETURN_IF_ERROR(window.flush(&*metrics, result));
+        if (!result->diverged_at_step) {
+          result->diverged_at_step = step;
+          result->steps_completed = step;
+          result->diverged_reason = what + " not finite when the probes came to them";
+        }
+        break;
+      }
+      SADDLESCOPE_RETURN_IF_ERROR(L.probe_set.run(step, view));
+    }
     if (snapshot_due(step)) SADDLESCOPE_RETURN_IF_ERROR(save_snapshot_at(L.record.dir(), step, named, cfg.snapshot_grads));
     if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) train_step.set_lr(cfg.lr / 10);
     double lr = train_step.lr();
@@ -170,6 +183,8 @@ Status train_loop(Loop& L, TrainResult* result) {
 
   store::RunManifest& m = L.record.manifest();
   m.timings.probe_s += L.probe_set.seconds();  // this segment's, over every resume
+  for (const probes::ProbeFailure& f : L.probe_set.failures())
+    m.probe_failures.push_back({f.step, f.probe, f.reason});
   m.timings.tap_s += L.taps.seconds();
   if (int sig = StopSignals::requested(); sig && !result->diverged_at_step && step < cfg.steps) {
     // Stopped by a signal before `step`: everything up to it is written, with a checkpoint there.
@@ -304,6 +319,8 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     manifest.checkpoint_step = previous->checkpoint_step;
     manifest.resumes = previous->resumes + 1;
     manifest.perturbation_applied = previous->perturbation_applied;
+    for (const auto& f : previous->probe_failures)  // the steps before the checkpoint; later ones run again
+      if (previous->checkpoint_step && f.step < *previous->checkpoint_step) manifest.probe_failures.push_back(f);
     if (previous->extra.contains("study")) manifest.extra["study"] = previous->extra["study"];
   }
   if (!options.study.is_null()) manifest.extra["study"] = options.study;
@@ -355,6 +372,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   } else if (result.diverged_at_step) {
     final_status = store::RunStatus::kDiverged;
     m.diverged_at_step = result.diverged_at_step;
+    m.diverged_reason = result.diverged_reason.empty() ? "loss not finite" : result.diverged_reason;
   } else {
     final_status = store::RunStatus::kCompleted;
     m.final_loss = result.final_loss;

@@ -11,7 +11,9 @@
 #include "saddlescope/probes/probe.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/schema.h"
+#include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/table.h"
+#include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/autoencoder.h"
 #include "saddlescope/trainer/train.h"
 #include "small_run.h"
@@ -152,6 +154,61 @@ TEST(ProbeRun, BadProbesFailBeforeAnythingIsWritten) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("probe 'symmetry' given twice"), std::string::npos);
   EXPECT_FALSE(fs::exists(cfg.out));
+}
+
+// Issue 42: a run whose parameters blow up is diverged, not failed, when the curvature probe meets them
+// before the loss check does (the linear network escaping the origin under SGD at a large rate).
+TEST(ProbeRun, ARunThatBlowsUpBeforeAProbeIsDivergedNotFailed) {
+  testing::TempDir dir;
+  for (int seed : {1, 2, 3}) {
+    ConfigBuilder b;
+    for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"model", "linear"}, {"data", "teacher"}, {"optimizer", "sgd"}, {"lr", "0.05"}, {"init_scale", "1e-6"},
+             {"perturbation", "gaussian:1e-9:absolute"}, {"probe", "curvature:every=5"}, {"steps", "400"},
+             {"threads", "1"}, {"seed", std::to_string(seed)}, {"out", dir.file("blowup")}})
+      ASSERT_TRUE(b.set_flag(k, v).ok()) << k;
+    auto cfg = b.resolve();
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    auto r = train(*cfg, {false, nullptr});
+    ASSERT_TRUE(r.ok()) << "seed " << seed << ": " << r.status().message();
+    EXPECT_EQ(r->status, store::RunStatus::kDiverged) << "seed " << seed;
+    ASSERT_TRUE(r->diverged_at_step) << "seed " << seed;
+    auto run = store::RunDir::open(r->run_dir);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->manifest().status, store::RunStatus::kDiverged);
+    EXPECT_EQ(run->manifest().diverged_at_step, r->diverged_at_step);
+    EXPECT_FALSE(run->manifest().diverged_reason.empty());
+    EXPECT_TRUE(run->manifest().error.empty()) << run->manifest().error;
+    // The metrics stop before the step that diverged; no curvature row at or after it.
+    auto curvature = run->curvature();
+    ASSERT_TRUE(curvature.ok());
+    for (const auto& row : *curvature) EXPECT_LT(row.step, *r->diverged_at_step);
+  }
+}
+
+// A probe that fails numerically on finite parameters (here a probe loss that overflows float32) is
+// recorded as a failed evaluation and the run goes on.
+TEST(ProbeRun, AProbeFailingOnFiniteParametersIsRecordedAndTheRunGoesOn) {
+  testing::TempDir dir;
+  at::Tensor p = torch::full({3}, 0.5f).requires_grad_(true);
+  probes::ModelView view;
+  view.params = {p};
+  view.probe_loss = [p](int64_t) { return (p * 1e30f).pow(2).sum(); };  // (5e29)^2 overflows float32
+  view.probe_examples = 1;
+  auto specs = std::vector<probes::ProbeSpec>{*probes::parse_probe_spec("curvature:every=1,k=1,iters=3")};
+  auto set = probes::ProbeSet::create(specs, 3, dir.path());
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  for (int64_t step : {0, 1}) {
+    Status s = set->run(step, view);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  EXPECT_TRUE(set->finish().ok());
+  ASSERT_EQ(set->failures().size(), 2u);
+  EXPECT_EQ(set->failures()[0].probe, "curvature");
+  EXPECT_NE(set->failures()[0].reason.find("non-finite probe loss"), std::string::npos) << set->failures()[0].reason;
+  const auto lines = testing::read_lines(dir.file("curvature.csv"));
+  ASSERT_EQ(lines.size(), 3u);  // the header and a row per step
+  EXPECT_NE(lines[1].find("nan"), std::string::npos) << lines[1];
 }
 
 TEST(ProbeSpec, ErrorsSayWhatWasExpected) {

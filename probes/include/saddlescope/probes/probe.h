@@ -44,6 +44,15 @@ struct ModelView {
 
 class Probe;
 
+// A probe's own numerical failure at a step on finite parameters (a probe loss, gradient or
+// Hessian-vector product that is not finite): recorded, and the run goes on. Its row in the probe's
+// CSV holds NaN measurements (converged false, no iterations), which the analysis skips.
+struct ProbeFailure {
+  int64_t step = 0;
+  std::string probe;   // "curvature"
+  std::string reason;  // one line
+};
+
 // Checks `specs` against a model of `n_params` parameters before anything is written: one probe of
 // each kind, curvature's k at most the parameter count.
 Status check_probes(const std::vector<ProbeSpec>& specs, int64_t n_params);
@@ -66,8 +75,12 @@ class ProbeSet {
 
   // Whether any probe has work at optimiser step `step` (parameters θ_step, before update `step`).
   bool due(int64_t step) const;
-  // Runs the probes due at `step`. REQUIRES: due(step).
+  // Runs the probes due at `step`. A probe's numerical failure on finite parameters is recorded
+  // (failures()), not an error; the caller checks that the parameters are finite first (a run whose
+  // parameters are not is diverged). REQUIRES: due(step).
   Status run(int64_t step, const ModelView& model);
+  // The numerical failures so far, in step order.
+  const std::vector<ProbeFailure>& failures() const { return *failures_; }
   // Writes what is still buffered (a curvature row waiting for its Hessian-Lipschitz HVP at step+1).
   Status finish();
   // Whether no probe holds a measurement between steps: a checkpoint taken now loses nothing.
@@ -77,6 +90,7 @@ class ProbeSet {
 
  private:
   std::vector<std::unique_ptr<Probe>> probes_;
+  std::shared_ptr<std::vector<ProbeFailure>> failures_ = std::make_shared<std::vector<ProbeFailure>>();
   double seconds_ = 0;
 };
 

@@ -60,6 +60,12 @@ struct Timings {
   double probe_s = 0, tap_s = 0, eval_s = 0, checkpoint_s = 0;
 };
 
+// A probe's numerical failure at a step (probes/probe.h): recorded, the run went on.
+struct ProbeFailure {
+  int64_t step = 0;
+  std::string probe, reason;
+};
+
 struct RunManifest {
   std::string run_id;
   std::string config_key;        // the run identity without the seeds: groups the runs of one config
@@ -76,7 +82,10 @@ struct RunManifest {
   Timings timings;
   int64_t steps_completed = 0;
   std::optional<double> steps_per_s;
-  std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite
+  std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite, or whose parameters
+                                            // or gradients were not when the probes came to them
+  std::string diverged_reason;              // diverged: "loss not finite", "the parameters ... not finite ..."
+  std::vector<ProbeFailure> probe_failures; // every resumed segment's
   std::optional<double> final_loss;         // mean training loss of the last log window; completed only
   std::optional<Evaluation> evaluation;     // completed only
   std::optional<int64_t> checkpoint_step;   // the latest complete checkpoint (resume continues there)

@@ -57,6 +57,9 @@ class TrainStep {
   const torch::Tensor& fault_target() const { return target_; }
   const torch::Tensor& loss() const { return loss_; }
   const torch::Tensor& grad_norm() const { return norm_; }
+  // After compute(): "" when this step's loss, the parameters and their gradients are all finite, else
+  // what is not ("the parameters and the gradients"). One read from the device.
+  std::string non_finite() const;
 
  private:
   Model& model_;

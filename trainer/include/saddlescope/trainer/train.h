@@ -30,7 +30,9 @@ struct TrainResult {
   store::RunStatus status = store::RunStatus::kCompleted;  // completed, diverged or interrupted
   int stop_signal = 0;                      // interrupted: the signal (SIGINT, SIGTERM, SIGHUP)
   int64_t steps_completed = 0;
-  std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite
+  std::optional<int64_t> diverged_at_step;  // first step whose loss was not finite, or whose parameters
+                                            // or gradients were not when the probes came to them
+  std::string diverged_reason;              // "" for the loss; else what was not finite
   double final_loss = 0;                    // mean training loss over the last log window
   std::optional<double> eval_mse;           // mean squared error per pixel on the eval split
   std::optional<double> baseline_mse;       // same, for the trivial baseline
