@@ -187,7 +187,8 @@ struct OpObserver::Impl {
     return matches == 1 ? (weight ? "wgrad" : "dgrad") : "bwd";
   }
 
-  void tap(const Frame& f, const std::vector<c10::IValue>& outputs, bool backward, const std::string& context,
+  // Samples of tapped op `f`, named `op`; `fwd` is the forward op of the autograd node it runs in.
+  void tap(const Frame& f, const std::vector<c10::IValue>& outputs, const std::string& op, bool backward,
            const Forward* fwd);
 };
 
@@ -224,12 +225,11 @@ bool is_one(const c10::IValue& v) { return v.isScalar() && v.toScalar().toDouble
 
 }  // namespace
 
-void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outputs, bool backward,
-                           const std::string& context, const Forward* fwd) {
+void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outputs, const std::string& op,
+                           bool backward, const Forward* fwd) {
   using Kind = Sample::Kind;
   torch::NoGradGuard no_grad;
   const std::string kernel = short_name(f.name);
-  const std::string op = backward ? context : (f.module.empty() ? kernel : f.module + ":" + kernel);
   const std::vector<c10::IValue>& in = f.inputs;
   at::Tensor out = outputs.empty() ? at::Tensor() : tensor_of(outputs[0]);
   auto phase = [&](const at::Tensor& t) { return backward ? phase_of(fwd, t) : std::string("fwd"); };
@@ -467,16 +467,17 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   struct Done {
     ~Done() { t_busy = false; }
   } done;
-  const std::string name = f.module.empty() ? kernel : f.module + ":" + kernel;
+  const std::string name = f.module.empty() ? kernel : f.module + ":" + kernel;  // forward
   try {
+    const std::vector<c10::IValue> outputs = results(fn);
     if (f.tapped) {
       const OpObserver::Impl::Forward* fwd = node ? m->find_forward(node->seq) : nullptr;
-      m->tap(f, results(fn), backward, node ? node->context : "", fwd);
+      m->tap(f, outputs, backward ? node->context : name, backward, fwd);
       for (auto& parent : stack) parent.covered = true;
     } else if (f.outermost && !f.covered && data_movement().count(f.name) == 0) {
       // Counted when it computes floating values that are not a view of an input.
       at::Tensor out;
-      for (const auto& v : results(fn))
+      for (const auto& v : outputs)
         if (is_floating(tensor_of(v))) out = tensor_of(v);
       bool view = false;
       for (const auto& v : f.inputs)
@@ -487,7 +488,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
     }
     // The op whose autograd node carries this sequence number (ops before it peek the same number).
     bool made_node = false;
-    for (const auto& v : results(fn)) {
+    for (const auto& v : outputs) {
       const at::Tensor t = tensor_of(v);
       made_node |= t.defined() && t.grad_fn() && t.grad_fn()->sequence_nr() == static_cast<uint64_t>(f.seq);
     }

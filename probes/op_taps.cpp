@@ -29,16 +29,21 @@ const char* flag_of(const reference::ErrorReport& r) {
   return "?";
 }
 
+// Whether op `name` is what an only= pattern names: the name itself, or a prefix ending in '*'.
+bool matches(const std::string& pattern, const std::string& name) {
+  if (!pattern.empty() && pattern.back() == '*') return name.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
+  return name == pattern;
+}
+
 // The ops that `spec`'s only= selects (every op when empty): names, or prefixes ending in '*'.
 Result<std::vector<TapOp>> select(const ProbeSpec& spec, const std::vector<TapOp>& ops) {
   const std::string& only = spec.values.at("only");
   if (only.empty()) return ops;
   std::vector<std::string> patterns = split(only, '+');
   for (const auto& p : patterns) {
-    bool prefix = !p.empty() && p.back() == '*';
-    std::string stem = prefix ? p.substr(0, p.size() - 1) : p;
+    const bool prefix = !p.empty() && p.back() == '*';
     bool found = false;
-    for (const auto& op : ops) found |= prefix ? op.name.rfind(stem, 0) == 0 : op.name == p;
+    for (const auto& op : ops) found |= matches(p, op.name);
     if (!found) {
       std::string known;
       for (const auto& op : ops) known += (known.empty() ? "" : ", ") + op.name;
@@ -49,7 +54,7 @@ Result<std::vector<TapOp>> select(const ProbeSpec& spec, const std::vector<TapOp
   std::vector<TapOp> chosen;
   for (const auto& op : ops)
     for (const auto& p : patterns)
-      if (p.back() == '*' ? op.name.rfind(p.substr(0, p.size() - 1), 0) == 0 : op.name == p) {
+      if (matches(p, op.name)) {
         chosen.push_back(op);
         break;
       }
@@ -102,8 +107,14 @@ struct OpTaps::Impl {
     const std::string& only = spec->values.at("only");
     if (only.empty()) return true;
     for (const auto& p : split(only, '+'))
-      if (!p.empty() && (p.back() == '*' ? name.rfind(p.substr(0, p.size() - 1), 0) == 0 : name == p)) return true;
+      if (!p.empty() && matches(p, name)) return true;
     return false;
+  }
+  // One ops.csv row of a measured sample.
+  void append(int64_t step, const std::string& op, const std::string& kernel, const internal::TapRow& r) {
+    csv->append({step, op, r.phase, r.index, r.observed, r.exact, r.report.ulp_error, r.report.bound,
+                  r.report.bound_ratio, r.call, kernel, std::string(reference::format_name(r.report.format)), r.terms,
+                  std::string(flag_of(r.report))});
   }
   // The rows of a generic tap step.
   Status record_generic(int64_t step);
@@ -217,9 +228,7 @@ Status OpTaps::Impl::record_generic(int64_t step) {
   for (const auto& o : rows) {
     const internal::TapRow& r = o.row;
     if (!selected(o.op) || (!backward && r.phase != "fwd")) continue;
-    csv->append({step, o.op, r.phase, r.index, r.observed, r.exact, r.report.ulp_error, r.report.bound,
-                 r.report.bound_ratio, r.call, o.kernel, std::string(reference::format_name(r.report.format)), r.terms,
-                 std::string(flag_of(r.report))});
+    append(step, o.op, o.kernel, r);
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const auto& u : unevaluated) {
@@ -303,12 +312,7 @@ Status OpTaps::record(int64_t step) {
     std::vector<internal::TapRow> rows;
     Status s = captures[i]->evaluate(&rows);
     if (!s.ok()) return Status::Error(fmt::format("op tap {} at step {}: {}", op.name, step, s.message()));
-    for (const auto& r : rows) {
-      const char* flag = flag_of(r.report);
-      const char* dtype = reference::format_name(r.report.format);
-      m.csv->append({step, op.name, r.phase, r.index, r.observed, r.exact, r.report.ulp_error, r.report.bound,
-                     r.report.bound_ratio, r.call, op.kernel, std::string(dtype), r.terms, std::string(flag)});
-    }
+    for (const auto& r : rows) m.append(step, op.name, op.kernel, r);
   }
   Status flushed = m.csv->flush();
   seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -65,9 +65,7 @@ class TorchScriptModel : public Model {
   TorchScriptModel(torch::jit::Module script, const RunConfig& cfg, const Dataset& data)
       : Model(cfg.init_scale), script_(std::move(script)), tree_(std::make_shared<ScriptTree>(script_)),
         file_(cfg.model_file), loss_(cfg.loss), input_shape_(data.input_shape),
-        target_columns_(data.target_columns) {
-    for (const auto& p : script_.parameters()) initial_.push_back(p.detach().clone());
-  }
+        target_columns_(data.target_columns) {}
 
   torch::nn::Module& module() override { return *tree_; }
 
@@ -81,8 +79,7 @@ class TorchScriptModel : public Model {
 
   Scores evaluate(const torch::Tensor& rows, const torch::Tensor& train_mean) override {
     torch::NoGradGuard no_grad;
-    tree_->eval();
-    script_.eval();
+    script_.eval();  // the module's own flag, which its forward reads (the mirror tree's is unused)
     const int64_t n = rows.size(0), chunk = eval_chunk(ModelKind::kTorchScript);
     double model_se = 0, base_se = 0, elements = 0, ce = 0, base_ce = 0, correct = 0, labels = 0;
     for (int64_t i = 0; i < n; i += chunk) {
@@ -112,7 +109,6 @@ class TorchScriptModel : public Model {
         elements += static_cast<double>(t.numel());
       }
     }
-    tree_->train();
     script_.train();
     Scores s{model_se / elements, base_se / elements,
              loss_ == "cross_entropy" ? "training class frequencies" : "mean training target", {}, {}};
@@ -209,13 +205,9 @@ class TorchScriptModel : public Model {
         prior_(other.prior_) {}
 
  protected:
-  // The file's weights again (the seed draws nothing).
-  void reset_parameters(at::Generator&) override {
-    torch::NoGradGuard no_grad;
-    auto params = script_.parameters();
-    size_t i = 0;
-    for (auto p : params) p.copy_(initial_[i++]);
-  }
+  // The file's weights, as loaded: load_torchscript makes every model afresh from the file, and the seed
+  // draws nothing.
+  void reset_parameters(at::Generator&) override {}
 
  private:
   // Labels are integers in [0, C) for a prediction of C classes in its last dimension, one label per
@@ -257,7 +249,6 @@ class TorchScriptModel : public Model {
 
   torch::jit::Module script_;
   std::shared_ptr<ScriptTree> tree_;
-  std::vector<at::Tensor> initial_;  // the file's parameters, for reset_parameters
   std::string file_, loss_;
   std::vector<int64_t> input_shape_;
   int64_t target_columns_;

@@ -149,10 +149,10 @@ class ConfigBuilder {
 
  private:
   std::string where(const std::string& key) const;  // origin of `key`, for messages
-  Status check_teacher(const TeacherConfig& t) const;
+  Status check_teacher(const TeacherConfig& t) const;  // sigmas fit the shape, enough examples
   // model torchscript: model_file readable, model_sha256 set from it (or equal to it, for a resumed run),
   // a fault its loss can honour; any other model: no torchscript key set.
-  Status check_torchscript(RunConfig& c) const;  // sigmas fit the shape, enough examples
+  Status check_torchscript(RunConfig& c) const;
 
   RunConfig cfg_;
   std::map<std::string, std::string> origin_;  // key -> "file:line" or "--flag"
