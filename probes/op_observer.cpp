@@ -5,7 +5,6 @@
 
 #include <ATen/record_function.h>
 #include <fmt/format.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/torch.h>
 
 #include "saddlescope/reference/elementwise.h"
@@ -13,8 +12,6 @@
 
 namespace saddlescope::probes::internal {
 namespace {
-
-constexpr char kEngine[] = "autograd::engine::evaluate_function: ";
 
 // Ops whose arithmetic is evaluated (op_observer.h lists what each means).
 const std::set<std::string>& evaluable() {
@@ -25,45 +22,11 @@ const std::set<std::string>& evaluable() {
   return ops;
 }
 
-// Ops that only create, copy or move values (no rounding): neither evaluated nor counted.
-const std::set<std::string>& data_movement() {
-  static const std::set<std::string> ops = {
-      "aten::zero_",      "aten::fill_",     "aten::copy_",       "aten::clone",       "aten::contiguous",
-      "aten::to",         "aten::_to_copy",  "aten::detach",      "aten::detach_",     "aten::empty",
-      "aten::empty_like", "aten::empty_strided", "aten::zeros",   "aten::zeros_like",  "aten::ones",
-      "aten::ones_like",  "aten::full",      "aten::full_like",   "aten::cat",         "aten::stack",
-      "aten::set_",       "aten::resize_",   "aten::lift_fresh",  "aten::index_select", "aten::embedding",
-      "aten::scalar_tensor", "aten::reshape", "aten::view",       "aten::flatten",     "aten::narrow",
-      "aten::slice",      "aten::select",    "aten::expand",      "aten::t",           "aten::transpose",
-      "aten::permute",    "aten::unsqueeze", "aten::squeeze",     "aten::_reshape_alias", "aten::as_strided",
-      "aten::alias",      "aten::unbind",    "aten::split",       "aten::chunk"};
-  return ops;
-}
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-std::string short_name(const std::string& name) { return starts_with(name, "aten::") ? name.substr(6) : name; }
-
-// The TorchScript module that called the current op, as a parameter-name prefix ("layer1.0.conv1"):
-// the interpreter's module hierarchy less TOP and SELF (a method of the same module).
-std::string module_path() {
-  std::string path;
-  for (const std::string& entry : torch::jit::currentModuleHierarchy()) {
-    const std::string name = entry.substr(0, entry.find('('));
-    if (name.empty() || name == "TOP" || name == "SELF") continue;
-    path += (path.empty() ? "" : ".") + name;
-  }
-  return path;
-}
-
 at::Tensor tensor_of(const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); }
 
 bool is_floating(const at::Tensor& t) {
   return t.defined() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
 }
-
-// The tensor a view was taken of (Linear's weight.t() -> weight), or the tensor itself.
-const at::TensorBase& base_of(const at::Tensor& t) { return t.is_view() ? t._base() : t; }
 
 // A parameter, or a view of one.
 bool is_weight(const at::Tensor& t) {
@@ -160,16 +123,6 @@ struct OpObserver::Impl {
       if (v.isTensor()) f.inputs.emplace_back(squeezed(v.toTensor().sizes()), is_weight(v.toTensor()));
     std::lock_guard<std::mutex> lock(mutex);
     forward.emplace(seq, std::move(f));
-  }
-
-  // The module of the first parameter among `inputs` ("encoder.fc1" of encoder.fc1.weight), or "".
-  std::string parameter_module(const std::vector<c10::IValue>& inputs) const {
-    for (const auto& v : inputs) {
-      if (!v.isTensor() || !v.toTensor().defined()) continue;
-      auto it = parameters.find(base_of(v.toTensor()).unsafeGetTensorImpl());
-      if (it != parameters.end()) return it->second.substr(0, it->second.rfind('.'));
-    }
-    return "";
   }
 
   // The phase of a backward op's output: the gradient of exactly one of the forward op's inputs.
@@ -389,18 +342,7 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
 
 namespace {
 
-// The last of `all` that the op's schema says are its own: an op called from the TorchScript interpreter
-// records the interpreter's whole stack, values below its arguments and results included.
-template <class Values>
-std::vector<c10::IValue> own(const at::RecordFunction& fn, const Values& all, bool results) {
-  size_t n = all.size();
-  if (auto name = fn.operator_name())
-    if (auto op = c10::Dispatcher::singleton().findOp(*name))
-      n = results ? op->schema().returns().size() : op->schema().arguments().size();
-  n = std::min(n, static_cast<size_t>(all.size()));
-  return std::vector<c10::IValue>(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
-}
-std::vector<c10::IValue> results(const at::RecordFunction& fn) { return own(fn, fn.outputs(), true); }
+std::vector<c10::IValue> results(const at::RecordFunction& fn) { return own_values(fn, true); }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (t_busy) return nullptr;
@@ -431,10 +373,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     f.tapped = evaluable().count(f.name) > 0;
     const bool in_backward = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.backward; });
     if (f.tapped || f.outermost || (!in_backward && f.seq >= 0)) {
-      f.inputs = own(fn, fn.inputs(), false);
+      f.inputs = own_values(fn, false);
     }
     if (!in_backward) {
-      f.module = m->parameter_module(f.inputs);
+      f.module = parameter_module(m->parameters, f.inputs);
       if (f.module.empty()) f.module = module_path();
     }
   }
@@ -474,7 +416,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
       const OpObserver::Impl::Forward* fwd = node ? m->find_forward(node->seq) : nullptr;
       m->tap(f, outputs, backward ? node->context : name, backward, fwd);
       for (auto& parent : stack) parent.covered = true;
-    } else if (f.outermost && !f.covered && data_movement().count(f.name) == 0) {
+    } else if (f.outermost && !f.covered && !moves_data(f.name)) {
       // Counted when it computes floating values that are not a view of an input.
       at::Tensor out;
       for (const auto& v : outputs)

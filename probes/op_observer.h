@@ -35,6 +35,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "saddlescope/base/status.h"
+#include "op_context.h"
 #include "tap_capture.h"
 
 namespace saddlescope::probes::internal {
@@ -51,8 +52,6 @@ struct UnevaluatedOp {
   int64_t calls = 0;
 };
 
-// Parameter names by tensor: an op that reads a parameter (or a view of one) is named by it.
-using ParameterNames = std::map<const void*, std::string>;  // TensorImpl* -> "encoder.fc1.weight"
 
 class OpObserver {
  public:

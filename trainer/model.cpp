@@ -84,6 +84,7 @@ class AutoencoderModel : public Model {
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& x) override { return loss_against(x, x); }
+  torch::Tensor predict(const torch::Tensor& x) override { return net_->forward(x); }
   torch::Tensor loss_target(const torch::Tensor& x) const override { return x; }
   torch::Tensor loss_against(const torch::Tensor& x, const torch::Tensor& target) override {
     torch::Tensor out = net_->forward(x);
@@ -147,6 +148,7 @@ class PredNetModel : public Model {
     if (taps_ && taps_->armed()) taps_->mse_loss("loss", prediction, frames, loss);
     return loss;
   }
+  torch::Tensor predict(const torch::Tensor& x) override { return net_->forward(x).prediction; }
   torch::Tensor loss_target(const torch::Tensor& x) const override {
     return net_->options().loss == "pixel_mse" ? x.narrow(1, 1, x.size(1) - 1) : torch::Tensor();
   }
@@ -215,6 +217,7 @@ class LinearModel : public Model {
 
   torch::nn::Module& module() override { return *net_; }
   torch::Tensor loss(const torch::Tensor& rows) override { return net_->loss(input(rows), target(rows)); }
+  torch::Tensor predict(const torch::Tensor& rows) override { return net_->forward(input(rows)); }
   torch::Tensor loss_target(const torch::Tensor& rows) const override { return target(rows); }
   torch::Tensor loss_against(const torch::Tensor& rows, const torch::Tensor& y) override {
     return net_->loss_reading_target(input(rows), y);

@@ -70,6 +70,12 @@ class TorchScriptModel : public Model {
   torch::nn::Module& module() override { return *tree_; }
 
   torch::Tensor loss(const torch::Tensor& rows) override { return loss_against(rows, target(rows)); }
+  torch::Tensor predict(const torch::Tensor& rows) override {
+    script_.eval();  // the module's own flag, which its forward reads (the mirror tree's is unused)
+    torch::Tensor pred = forward(input(rows));
+    script_.train();
+    return pred;
+  }
   torch::Tensor loss_target(const torch::Tensor& rows) const override {
     return loss_ == "mse" ? target(rows) : torch::Tensor();
   }

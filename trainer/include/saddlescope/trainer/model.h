@@ -39,6 +39,10 @@ class Model {
   // [0, 1] for PredNet, (batch, inputs + outputs) rows [x, y] for the linear network, in the model's
   // dtype and device.
   virtual torch::Tensor loss(const torch::Tensor& batch) = 0;
+  // The prediction for a batch of the same rows, as evaluation makes it (a TorchScript module in eval
+  // mode): the autoencoder's reconstruction, PredNet's predicted frames (batch, T, 1, H, W), the linear
+  // network's ŷ, the module's forward(x). Row i of the batch is predicted in row i (dim 0).
+  virtual torch::Tensor predict(const torch::Tensor& batch) = 0;
   // The part of `batch` the loss compares its prediction with and that its backward reads again: the
   // autoencoder's batch itself, the linear network's y, PredNet's frames 1..T-1 under pixel_mse.
   // Undefined when the loss's backward reads no target (PredNet's L0 and Lall). For the fault

@@ -1,0 +1,52 @@
+// An op trace: what every op a piece of code runs computed, in the order it ran, so that two runs of the
+// same code (one example alone and inside a batch; two devices) can be compared op by op.
+//
+// Recorded through LibTorch's own observer of every dispatched op (RecordFunction), while a trace is
+// started: each outermost op — one a model calls, not the kernels below it (aten::linear, not the
+// addmm inside it) — that computes floating values, with copies of its floating outputs. Ops that only
+// create, copy or move values and views of an input are left out. Backward ops are traced too, on any
+// thread, under the autograd node that runs them.
+//
+// Names follow the op taps (op_taps.h): a forward op that reads a parameter is named by the parameter's
+// module and its ATen name ("encoder.fc1:linear"); any other by the TorchScript module that called it
+// ("blocks.0:softmax") or by its ATen name alone ("relu"). A backward op is named by its autograd node
+// and its ATen name ("AddmmBackward0:mm").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace saddlescope::probes {
+
+struct TracedOp {
+  std::string name;                 // see above
+  std::string phase;                // fwd | bwd
+  std::vector<at::Tensor> outputs;  // detached copies of its floating outputs, on the op's device
+};
+
+class OpTrace {
+ public:
+  // `parameters` name the ops that read them (a model's named parameters).
+  explicit OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& parameters);
+  ~OpTrace();
+  OpTrace(const OpTrace&) = delete;
+  OpTrace& operator=(const OpTrace&) = delete;
+
+  // Starts recording (one trace per process at a time). REQUIRES: not started.
+  void start();
+  // Stops recording. On CUDA the copies may still be in flight: synchronise before reading them.
+  void stop();
+  // The ops recorded, in the order they ended (an op ends after the ops it calls).
+  const std::vector<TracedOp>& ops() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace saddlescope::probes

@@ -1,0 +1,44 @@
+// Internal to the op observers (op_observer.cpp, op_trace.cpp): what both need to know about an op that
+// LibTorch's RecordFunction reports — its own arguments and results, what it only moves, and its name.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
+
+namespace saddlescope::probes::internal {
+
+// The name that opens a backward node's frame on the autograd engine's threads.
+constexpr char kEngine[] = "autograd::engine::evaluate_function: ";
+
+inline bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+// "aten::addmm" -> "addmm".
+inline std::string short_name(const std::string& name) {
+  return starts_with(name, "aten::") ? name.substr(6) : name;
+}
+
+// Ops that only create, copy or move values (no rounding).
+bool moves_data(const std::string& aten_name);
+
+// The TorchScript module that called the current op, as a parameter-name prefix ("layer1.0.conv1"):
+// the interpreter's module hierarchy less TOP and SELF (a method of the same module). "" outside one.
+std::string module_path();
+
+// The tensor a view was taken of (Linear's weight.t() -> weight), or the tensor itself.
+inline const at::TensorBase& base_of(const at::Tensor& t) { return t.is_view() ? t._base() : t; }
+
+// Parameter names by tensor: an op that reads a parameter (or a view of one) is named by it.
+using ParameterNames = std::map<const void*, std::string>;  // TensorImpl* -> "encoder.fc1.weight"
+
+// The module of the first parameter among `inputs` ("encoder.fc1" of encoder.fc1.weight), or "".
+std::string parameter_module(const ParameterNames& parameters, const std::vector<c10::IValue>& inputs);
+
+// The op's own arguments (results = false) or results: an op called from the TorchScript interpreter
+// records the interpreter's whole stack, values below its arguments included; its schema says how many
+// of the last values are its own.
+std::vector<c10::IValue> own_values(const at::RecordFunction& fn, bool results);
+
+}  // namespace saddlescope::probes::internal
