@@ -4,7 +4,10 @@
     /usr/bin/python3 tests/trainer/make_modules.py DIR FEATURES CLASSES
 
 good ones: classifier.pt (FEATURES -> 16 -> CLASSES logits), module_loss.pt (an autoencoder with its own
-scripted loss), convnet.pt (two convolutions, one strided, one grouped and dilated; FEATURES = 24). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
+scripted loss), convnet.pt (two convolutions, one strided, one grouped and dilated; FEATURES = 24); for
+tests/trainer/invariance_test.cpp, elementwise.pt (relu(x·w + b) per element, each op correctly rounded:
+batch-invariant by construction) and split_sum.pt (a row sum split in two halves when the batch has more than one row:
+the reduction order depends on the batch, as a split-K kernel's does). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
 features), no_params.pt, float32_only.pt (casts its input to float32: refuses float64 runs),
 tuple_out.pt (forward returns a tuple).
 """
@@ -54,6 +57,31 @@ class ConvNet(nn.Module):
         return torch.sigmoid(self.head(torch.flatten(x, 1)))
 
 
+class Elementwise(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(features))
+        self.shift = nn.Parameter(torch.randn(features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x * self.scale + self.shift)
+
+
+class SplitSum(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * self.w
+        half = h.size(1) // 2
+        if h.size(0) > 1:
+            y = h[:, :half].sum(1) + h[:, half:].sum(1)
+        else:
+            y = h.sum(1)
+        return h + y.unsqueeze(1)  # a prediction of the input's shape
+
+
 class WrongInput(nn.Module):
     def __init__(self):
         super().__init__()
@@ -91,7 +119,8 @@ def main() -> None:
     out, features, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     torch.manual_seed(0)
     for name, module in [("classifier", Classifier(features, classes)), ("module_loss", ModuleLoss(features)),
-                         ("convnet", ConvNet(features)),
+                         ("convnet", ConvNet(features)), ("elementwise", Elementwise(features)),
+                         ("split_sum", SplitSum(features)),
                          ("wrong_input", WrongInput()), ("no_params", NoParams()),
                          ("float32_only", Float32Only(features)), ("tuple_out", TupleOut(features))]:
         torch.jit.save(torch.jit.script(module), f"{out}/{name}.pt")

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""A Markdown table of `saddlescope invariance --json` files named MODEL-DEVICE-CONFIG.json.
+
+    scripts/invariance_table.py OUT/*.json > OUT/table.md
+
+One row per file: whether every example was bitwise equal in every case (batch size x position), how
+many cases were, the largest ULP and relative differences (prediction and, with --backward, the
+input's gradient), the first op that differs (with how many cases name it
+and whether it stayed within its rounding bound), and the median forward time at the largest batch,
+with its ratio to the first config of the same model and device in the arguments.
+"""
+import collections
+import json
+import os
+import sys
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: invariance_table.py FILE.json...")
+    rows, base = [], {}
+    for path in sys.argv[1:]:
+        stem = os.path.basename(path)[: -len(".json")]
+        parts = stem.split("-", 2)
+        if len(parts) != 3:
+            sys.exit(f"invariance_table.py: {path}: name must be MODEL-DEVICE-CONFIG.json")
+        model, device, config = parts
+        try:
+            with open(path) as f:
+                r = json.load(f)
+            cases = r["cases"]
+            timing = max(r["forward_s"], key=lambda t: t["batch"])
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"invariance_table.py: {path}: not an invariance result ({e})")
+        equal = sum(c["equal"] == c["examples"] for c in cases)
+        max_ulp = max((c["max_ulp"] if c["max_ulp"] is not None else float("inf")) for c in cases)
+        max_rel = max((c["max_relative"] if c["max_relative"] is not None else float("inf")) for c in cases)
+        firsts = collections.Counter(
+            (c["first_op"]["op"], c["first_op"]["phase"], c["first_op"]["how"], c["first_op"]["bound"])
+            for c in cases if "first_op" in c)
+        ops = "; ".join(f"`{op}` {phase} {how} ({n})" + (f", {bound} bound" if bound else "")
+                        for (op, phase, how, bound), n in firsts.most_common(2))
+        key = (model, device)
+        base.setdefault(key, timing["median"])
+        ratio = timing["median"] / base[key]
+        rows.append(f"| {model} | {device} | {config} | {'yes' if r['invariant'] else 'no'} | {equal}/{len(cases)} | "
+                    f"{max_ulp:g} | {max_rel:.3g} | {ops or '—'} | {timing['batch']}: {timing['median'] * 1e3:.3g} "
+                    f"({timing['min'] * 1e3:.3g}–{timing['max'] * 1e3:.3g}) | {ratio:.2f} |")
+    print("| model | device | config | invariant | cases equal | max ULP | max relative | first op that differs (cases) | "
+          "forward ms at batch: median (min–max) | time vs first config |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
