@@ -61,7 +61,10 @@ Command add_invariance(CLI::App& app) {
   sub->add_option("--k", options->k, "Op-tap samples for the bound check of the first differing op (0: none; default 16)");
   sub->add_option("--repeats", options->repeats, "Timed forwards per batch size (default 10)");
   sub->add_option("--json", *json, "Also write the result as JSON to this file");
-  sub->footer("Example: saddlescope invariance --model autoencoder --data mnist --device cpu --threads 1 --json inv.json\n"
+  sub->footer("Columns: examples bitwise equal (prediction and, with --backward, input gradient); the prediction's "
+              "largest difference in ULPs and relative to the output's largest magnitude; grad rel: the same for "
+              "the input's gradient.\n"
+              "Example: saddlescope invariance --model autoencoder --data mnist --device cpu --threads 1 --json inv.json\n"
               "Exit status 0 whether or not the model is invariant; 1 on an error.");
   auto run = [flags, options, sizes, positions, json]() -> int {
     auto s = parse_sizes(*sizes);
@@ -75,11 +78,13 @@ Command add_invariance(CLI::App& app) {
     if (!r) return fail(r.status().message());
     fmt::print("invariance  model {} on {}, {}; {} examples; {}\n", r->model, r->device, r->dtype, options->examples,
                options->backward ? "prediction and backward" : "prediction");
-    fmt::print("{:>6}  {:<8}  {:>7}  {:>8}  {:>9}  {}\n", "batch", "position", "equal", "max ULP", "max rel",
-               "first op that differs");
+    const bool grad = options->backward;
+    fmt::print("{:>6}  {:<8}  {:>7}  {:>8}  {:>9}  {}{}\n", "batch", "position", "equal", "max ULP", "max rel",
+               grad ? "grad rel   " : "", "first op that differs");
     for (const auto& c : r->cases)
-      fmt::print("{:>6}  {:<8}  {:>7}  {:>8g}  {:>9.3g}  {}\n", c.batch, c.position,
-                 fmt::format("{}/{}", c.equal, c.examples), c.max_ulp, c.max_relative, describe(c));
+      fmt::print("{:>6}  {:<8}  {:>7}  {:>8g}  {:>9.3g}  {}{}\n", c.batch, c.position,
+                 fmt::format("{}/{}", c.equal, c.examples), c.max_ulp, c.max_relative,
+                 grad ? fmt::format("{:>9.3g}  ", c.grad_max_relative) : "", describe(c));
     for (const auto& t : r->timings)
       fmt::print("forward  batch {:>4}: median {:.3g} s (min {:.3g}, max {:.3g}; {} repeats)\n", t.batch, t.median_s,
                  t.min_s, t.max_s, options->repeats);

@@ -4,8 +4,8 @@
     scripts/invariance_table.py OUT/*.json > OUT/table.md
 
 One row per file: whether every example was bitwise equal in every case (batch size x position), how
-many cases were, the largest ULP and relative differences (prediction and, with --backward, the
-input's gradient), the first op that differs (with how many cases name it
+many cases were, the prediction's largest ULP and relative differences and, with --backward, the input
+gradient's relative difference, the first op that differs (with how many cases name it
 and whether it stayed within its rounding bound), and the median forward time at the largest batch,
 with its ratio to the first config of the same model and device in the arguments.
 """
@@ -34,7 +34,13 @@ def main() -> None:
             sys.exit(f"invariance_table.py: {path}: not an invariance result ({e})")
         equal = sum(c["equal"] == c["examples"] for c in cases)
         max_ulp = max((c["max_ulp"] if c["max_ulp"] is not None else float("inf")) for c in cases)
-        max_rel = max((c["max_relative"] if c["max_relative"] is not None else float("inf")) for c in cases)
+        def largest(key, within=None):
+            values = [(c.get(within, {}) if within else c).get(key) for c in cases]
+            values = [float("inf") if v is None else v for v in values if v is not None or within is None]
+            return max(values) if values else None
+
+        max_rel = largest("max_relative")
+        grad_rel = largest("max_relative", "input_grad")
         firsts = collections.Counter(
             (c["first_op"]["op"], c["first_op"]["phase"], c["first_op"]["how"], c["first_op"]["bound"])
             for c in cases if "first_op" in c)
@@ -44,11 +50,11 @@ def main() -> None:
         base.setdefault(key, timing["median"])
         ratio = timing["median"] / base[key]
         rows.append(f"| {model} | {device} | {config} | {'yes' if r['invariant'] else 'no'} | {equal}/{len(cases)} | "
-                    f"{max_ulp:g} | {max_rel:.3g} | {ops or '—'} | {timing['batch']}: {timing['median'] * 1e3:.3g} "
+                    f"{max_ulp:g} | {max_rel:.3g} | {'—' if grad_rel is None else f'{grad_rel:.3g}'} | {ops or '—'} | {timing['batch']}: {timing['median'] * 1e3:.3g} "
                     f"({timing['min'] * 1e3:.3g}–{timing['max'] * 1e3:.3g}) | {ratio:.2f} |")
-    print("| model | device | config | invariant | cases equal | max ULP | max relative | first op that differs (cases) | "
+    print("| model | device | config | invariant | cases equal | max ULP | max relative | input gradient max relative | first op that differs (cases) | "
           "forward ms at batch: median (min–max) | time vs first config |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

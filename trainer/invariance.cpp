@@ -48,7 +48,8 @@ namespace {
 // representable values between them) and the largest relative difference.
 struct Difference {
   bool equal = true;
-  double max_ulp = 0, max_relative = 0;
+  double max_ulp = 0, max_relative = 0;  // relative: max |a − b| over max |a|, the tensor's scale
+  double max_abs = 0;
 };
 
 template <class Float, class Bits>
@@ -62,22 +63,23 @@ void compare_values(const at::Tensor& a, const at::Tensor& b, Difference* d) {
     if (bx == by) continue;
     d->equal = false;
     if (std::isnan(x[i]) || std::isnan(y[i])) {
-      d->max_ulp = d->max_relative = std::numeric_limits<double>::infinity();
+      d->max_ulp = d->max_abs = std::numeric_limits<double>::infinity();
       continue;
     }
     // Sign and magnitude as one ordered integer: adjacent floats are adjacent integers.
     constexpr Bits sign = Bits(1) << (8 * sizeof(Bits) - 1);
     auto ordered = [&](Bits v) { return (v & sign) ? -static_cast<long double>(v & ~sign) : static_cast<long double>(v); };
     d->max_ulp = std::max(d->max_ulp, static_cast<double>(std::fabs(ordered(bx) - ordered(by))));
-    const double scale = std::max(std::fabs(double(x[i])), std::fabs(double(y[i])));
-    if (scale > 0) d->max_relative = std::max(d->max_relative, std::fabs(double(x[i]) - double(y[i])) / scale);
+    d->max_abs = std::max(d->max_abs, std::fabs(double(x[i]) - double(y[i])));
   }
 }
 
-Difference difference(const at::Tensor& a, const at::Tensor& b, Difference d = {}) {
+Difference difference(const at::Tensor& a, const at::Tensor& b) {
   SADDLESCOPE_CHECK(a.sizes() == b.sizes());
   const at::Tensor x = a.detach().cpu().contiguous(), y = b.detach().cpu().contiguous();
-  if (x.scalar_type() != y.scalar_type()) return {false, std::numeric_limits<double>::infinity(), 1};
+  const double inf = std::numeric_limits<double>::infinity();
+  if (x.scalar_type() != y.scalar_type()) return {false, inf, inf, inf};
+  Difference d;
   if (x.scalar_type() == at::kDouble) {
     compare_values<double, uint64_t>(x, y, &d);
   } else if (x.scalar_type() == at::kFloat) {
@@ -85,6 +87,8 @@ Difference difference(const at::Tensor& a, const at::Tensor& b, Difference d = {
   } else {  // half, bfloat16: bits through float32 (exact), ULPs counted in float32
     compare_values<float, uint32_t>(x.to(at::kFloat), y.to(at::kFloat), &d);
   }
+  const double scale = x.numel() ? x.abs().max().to(at::kDouble).item<double>() : 0;
+  if (!d.equal) d.max_relative = d.max_abs == inf ? inf : scale > 0 ? d.max_abs / scale : inf;
   return d;
 }
 
@@ -182,11 +186,13 @@ class Checker {
     return ids;
   }
 
-  Difference compare(const Evaluation& alone, const Evaluation& batched, int64_t row) const {
-    Difference d = difference(alone.prediction[0], batched.prediction[row]);
+  // The example's prediction, and its input's gradient (undefined without backward or when the input
+  // gets none), alone against in the batch.
+  std::pair<Difference, Difference> compare(const Evaluation& alone, const Evaluation& batched, int64_t row) const {
+    Difference grad;
     if (alone.input_grad.defined() && batched.input_grad.defined())
-      d = difference(alone.input_grad[0], batched.input_grad[row], d);
-    return d;
+      grad = difference(alone.input_grad[0], batched.input_grad[row]);
+    return {difference(alone.prediction[0], batched.prediction[row]), grad};
   }
 
   std::vector<probes::TracedOp> trace(int64_t e, int64_t batch, int64_t row) {
@@ -287,11 +293,14 @@ class Checker {
       if (b.prediction.dim() == 0 || b.prediction.size(0) != batch)
         return Status::Error(fmt::format("the prediction of a batch of {} rows has shape {}: its rows must be the batch's",
                                          batch, shape_text(b.prediction.sizes())));
-      const Difference d = compare(alone[static_cast<size_t>(e)], b, c.row);
-      c.equal += d.equal;
+      const auto [d, g] = compare(alone[static_cast<size_t>(e)], b, c.row);
+      c.equal += d.equal && g.equal;
       c.max_ulp = std::max(c.max_ulp, d.max_ulp);
       c.max_relative = std::max(c.max_relative, d.max_relative);
-      if (!d.equal && d.max_ulp > worst) worst = d.max_ulp, c.example = e;
+      c.grad_max_ulp = std::max(c.grad_max_ulp, g.max_ulp);
+      c.grad_max_relative = std::max(c.grad_max_relative, g.max_relative);
+      const double size = d.max_relative + g.max_relative;  // which example differs most
+      if (!(d.equal && g.equal) && size > worst) worst = size, c.example = e;
     }
     if (c.example >= 0) {  // the example that differs most, op by op
       first_difference(c.example, &c);
@@ -403,6 +412,7 @@ nlohmann::json to_json(const InvarianceResult& r) {
     nlohmann::json x = {{"batch", c.batch},       {"position", c.position},         {"row", c.row},
                         {"examples", c.examples}, {"equal", c.equal},               {"max_ulp", c.max_ulp},
                         {"max_relative", c.max_relative}};
+    if (r.options.backward) x["input_grad"] = {{"max_ulp", c.grad_max_ulp}, {"max_relative", c.grad_max_relative}};
     if (!c.first_op.empty())
       x["first_op"] = {{"example", c.example},   {"op", c.first_op},    {"phase", c.phase},
                        {"how", c.how},           {"detail", c.detail},  {"index", c.op_index},

@@ -6,7 +6,7 @@
 // the example at row 0 (first), B/2 (middle) or B−1 (last). Its prediction in the batch is compared
 // with its prediction alone, bit for bit, in ULPs of the model's dtype and relatively.
 //
-// For the example whose prediction differs most, both evaluations are traced op by op
+// For the example that differs most, both evaluations are traced op by op
 // (probes/op_trace.h) and compared in order: the first op whose output for the example differs is
 // named, with the way it differs — "values" (same shapes, other bits), "shape" (its outputs are not the
 // same computation sliced: the batch changed the op's shape beyond its batch dimension) or "op
@@ -53,9 +53,13 @@ struct InvarianceCase {
   int64_t batch = 0;
   std::string position;
   int64_t row = 0;                      // the example's row in the batch
-  int64_t examples = 0, equal = 0;      // examples compared; those whose prediction is bitwise equal
-  double max_ulp = 0, max_relative = 0; // over examples and prediction elements
-  // The first differing op of the example with the largest ULP difference; empty when all are equal.
+  int64_t examples = 0, equal = 0;      // examples compared; those bitwise equal (prediction, input gradient)
+  // The prediction's largest difference over the examples: in ULPs of an element, and relative, the
+  // largest |alone − batched| over the largest |alone| of the example (a normwise measure: an element
+  // near 0 can differ by many ULPs and nothing relative to the output).
+  double max_ulp = 0, max_relative = 0;
+  double grad_max_ulp = 0, grad_max_relative = 0;  // the same for the input's gradient (backward)
+  // The first differing op of the example with the largest relative difference; empty when all are equal.
   int64_t example = -1;
   std::string first_op, phase, how;     // how: values | shape | op sequence
   std::string detail;                   // shapes, or the other op's name
