@@ -59,7 +59,7 @@ Command add_invariance(CLI::App& app) {
   sub->add_flag("--backward", options->backward,
                 "Also differentiate the prediction (a fixed upstream gradient per example) and compare the backward");
   sub->add_option("--k", options->k, "Op-tap samples for the bound check of the first differing op (0: none; default 16)");
-  sub->add_option("--repeats", options->repeats, "Timed forwards per batch size (default 10)");
+  sub->add_option("--repeats", options->repeats, "Timed evaluations per batch size (default 10)");
   sub->add_option("--json", *json, "Also write the result as JSON to this file");
   sub->footer("Columns: examples bitwise equal (prediction and, with --backward, input gradient); the prediction's "
               "largest difference in ULPs and relative to the output's largest magnitude; grad rel: the same for "
@@ -86,8 +86,8 @@ Command add_invariance(CLI::App& app) {
                  fmt::format("{}/{}", c.equal, c.examples), c.max_ulp, c.max_relative,
                  grad ? fmt::format("{:>9.3g}  ", c.grad_max_relative) : "", describe(c));
     for (const auto& t : r->timings)
-      fmt::print("forward  batch {:>4}: median {:.3g} s (min {:.3g}, max {:.3g}; {} repeats)\n", t.batch, t.median_s,
-                 t.min_s, t.max_s, options->repeats);
+      fmt::print("time     batch {:>4}: median {:.3g} s (min {:.3g}, max {:.3g}; {} repeats of {})\n", t.batch,
+                 t.median_s, t.min_s, t.max_s, options->repeats, grad ? "forward and backward" : "forward");
     fmt::print("verdict  {}\n", r->invariant ? "batch-invariant at every batch size and position tried"
                                              : "not batch-invariant");
     if (!json->empty()) {

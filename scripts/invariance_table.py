@@ -6,7 +6,7 @@
 One row per file: whether every example was bitwise equal in every case (batch size x position), how
 many cases were, the prediction's largest ULP and relative differences and, with --backward, the input
 gradient's relative difference, the first op that differs (with how many cases name it
-and whether it stayed within its rounding bound), and the median forward time at the largest batch,
+and whether it stayed within its rounding bound), and the median time of one evaluation (forward, and backward with --backward) at the largest batch,
 with its ratio to the first config of the same model and device in the arguments.
 """
 import collections
@@ -29,7 +29,7 @@ def main() -> None:
             with open(path) as f:
                 r = json.load(f)
             cases = r["cases"]
-            timing = max(r["forward_s"], key=lambda t: t["batch"])
+            timing = max(r["seconds"], key=lambda t: t["batch"])
         except (OSError, ValueError, KeyError) as e:
             sys.exit(f"invariance_table.py: {path}: not an invariance result ({e})")
         equal = sum(c["equal"] == c["examples"] for c in cases)
@@ -53,7 +53,7 @@ def main() -> None:
                     f"{max_ulp:g} | {max_rel:.3g} | {'—' if grad_rel is None else f'{grad_rel:.3g}'} | {ops or '—'} | {timing['batch']}: {timing['median'] * 1e3:.3g} "
                     f"({timing['min'] * 1e3:.3g}–{timing['max'] * 1e3:.3g}) | {ratio:.2f} |")
     print("| model | device | config | invariant | cases equal | max ULP | max relative | input gradient max relative | first op that differs (cases) | "
-          "forward ms at batch: median (min–max) | time vs first config |")
+          "ms per evaluation at batch: median (min–max) | time vs first config |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 

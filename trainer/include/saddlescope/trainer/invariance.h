@@ -42,7 +42,7 @@ struct InvarianceOptions {
   std::vector<std::string> positions = {"first", "middle", "last"};
   bool backward = false;
   int64_t k = 16;        // op-tap samples of the first differing op's module; 0: no bound check
-  int64_t repeats = 10;  // timed forwards per batch size (after one untimed)
+  int64_t repeats = 10;  // timed evaluations per batch size (after one untimed)
 };
 
 // Checks the options: one-line errors naming the flag (--examples, --batch-sizes, --positions, --k,
@@ -72,7 +72,7 @@ struct InvarianceCase {
 
 struct InvarianceTiming {
   int64_t batch = 0;
-  double min_s = 0, median_s = 0, max_s = 0;  // one forward (prediction) of the batch
+  double min_s = 0, median_s = 0, max_s = 0;  // one evaluation of the batch: forward (and backward)
 };
 
 struct InvarianceResult {
