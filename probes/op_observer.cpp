@@ -174,6 +174,19 @@ at::Tensor operand(const c10::IValue& v, const at::Tensor& like) {
   return {};
 }
 
+// An int[] argument: an IntList, or (an op called from C++ with an IntArrayRef, as the fused PredNet's
+// convolutions are) a generic list of ints. Empty when neither.
+std::vector<int64_t> int_list(const c10::IValue& v) {
+  if (v.isIntList()) return v.toIntVector();
+  std::vector<int64_t> out;
+  if (v.isList())
+    for (const c10::IValue& x : v.toListRef()) {
+      if (!x.isInt()) return {};
+      out.push_back(x.toInt());
+    }
+  return out;
+}
+
 bool is_one(const c10::IValue& v) { return v.isScalar() && v.toScalar().toDouble() == 1.0; }
 
 }  // namespace
@@ -279,8 +292,13 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
     const at::Tensor grad_out = bwd ? tensor_of(in[0]).detach() : at::Tensor();
     const at::Tensor x_in = tensor_of(in[o]).detach(), w = tensor_of(in[o + 1]).detach();
     const at::Tensor bias = bwd ? at::Tensor() : tensor_of(in[2]);
-    const std::vector<int64_t> stride = in[o + 3].toIntVector(), pad = in[o + 4].toIntVector(),
-                               dilation = in[o + 5].toIntVector();
+    // A one-element list holds for both axes (as convolution itself expands it: conv2d passes its own).
+    auto both_axes = [](std::vector<int64_t> v) {
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    const std::vector<int64_t> stride = both_axes(int_list(in[o + 3])), pad = both_axes(int_list(in[o + 4])),
+                               dilation = both_axes(int_list(in[o + 5]));
     const int64_t groups = in[o + 8].toInt();
     if (x_in.dim() != 4 || in[o + 6].toBool() || stride.size() != 2 || pad.size() != 2 || dilation.size() != 2 ||
         !is_floating(x_in) || x_in.scalar_type() != w.scalar_type())

@@ -7,7 +7,8 @@ good ones: classifier.pt (FEATURES -> 16 -> CLASSES logits), module_loss.pt (an 
 scripted loss), convnet.pt (two convolutions, one strided, one grouped and dilated; FEATURES = 24); for
 tests/trainer/invariance_test.cpp, elementwise.pt (relu(x·w + b) per element, each op correctly rounded:
 batch-invariant by construction) and split_sum.pt (a row sum split in two halves when the batch has more than one row:
-the reduction order depends on the batch, as a split-K kernel's does). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
+the reduction order depends on the batch, as a split-K kernel's does); conv_lists.pt (FEATURES = 24: a
+functional conv2d with one-element stride and padding lists). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
 features), no_params.pt, float32_only.pt (casts its input to float32: refuses float64 runs),
 tuple_out.pt (forward returns a tuple).
 """
@@ -82,6 +83,19 @@ class SplitSum(nn.Module):
         return h + y.unsqueeze(1)  # a prediction of the input's shape
 
 
+class ConvLists(nn.Module):
+    """A functional conv2d given one-element stride and padding lists (one value for both axes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(1, 1, 3, 3) * 0.3)
+        self.bias = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.conv2d(x.reshape(-1, 1, 4, 6), self.weight, self.bias, [1], [1])
+        return torch.sigmoid(torch.flatten(y, 1))
+
+
 class WrongInput(nn.Module):
     def __init__(self):
         super().__init__()
@@ -120,7 +134,7 @@ def main() -> None:
     torch.manual_seed(0)
     for name, module in [("classifier", Classifier(features, classes)), ("module_loss", ModuleLoss(features)),
                          ("convnet", ConvNet(features)), ("elementwise", Elementwise(features)),
-                         ("split_sum", SplitSum(features)),
+                         ("split_sum", SplitSum(features)), ("conv_lists", ConvLists()),
                          ("wrong_input", WrongInput()), ("no_params", NoParams()),
                          ("float32_only", Float32Only(features)), ("tuple_out", TupleOut(features))]:
         torch.jit.save(torch.jit.script(module), f"{out}/{name}.pt")

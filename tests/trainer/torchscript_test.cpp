@@ -225,6 +225,25 @@ TEST_F(TorchScript, GenericTapsEvaluateConvolutionsForwardAndBackward) {
   EXPECT_EQ(measured.count("conv1:convolution dgrad convolution_backward"), 0u);
 }
 
+// conv2d given one-element lists ([1] for stride and padding: both axes) reaches convolution with them
+// as they are; the taps evaluate it like any other.
+TEST_F(TorchScript, GenericTapsEvaluateAConvolutionGivenOneValueForBothAxes) {
+  base.steps = 1;
+  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["conv_lists"]}, {"probe", {"ops:every=1,k=6"}}});
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto r = train(*cfg, {false, nullptr});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto rows = store::RunDir::open(r->run_dir)->ops();
+  ASSERT_TRUE(rows.ok());
+  std::map<std::string, int> measured;
+  for (const auto& row : *rows) {
+    EXPECT_NE(row.flag == "not_evaluated" ? row.kernel : "", "convolution") << row.op << " " << row.phase;
+    if (row.flag != "not_evaluated") ++measured[row.op + " " + row.phase];
+  }
+  EXPECT_EQ(measured["convolution fwd"], 6) << ::testing::PrintToString(measured);
+  EXPECT_EQ(measured["convolution wgrad"], 6 + 1) << ::testing::PrintToString(measured);  // weight, bias
+}
+
 // The scripted autoencoder tapped generically, every element: the same observed and exact values as the
 // built-in model's own taps of its Linear layers and activations.
 TEST_F(TorchScript, GenericTapsAgreeWithTheBuiltInTaps) {
