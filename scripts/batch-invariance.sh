@@ -43,5 +43,6 @@ for model in $models; do
     tail -1 "$out/$model-$device-$name.txt"
   done
 done
-"$py" scripts/invariance_table.py "$out"/*.json > "$out/table.md"
+rm -f "$out/table.json"
+"$py" scripts/invariance_table.py --json "$out/table.json" "$out"/*-*-*.json > "$out/table.md"
 cat "$out/table.md"
