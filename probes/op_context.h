@@ -3,11 +3,14 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
+
+#include "saddlescope/base/status.h"
 
 namespace saddlescope::probes::internal {
 
@@ -40,5 +43,42 @@ std::string parameter_module(const ParameterNames& parameters, const std::vector
 // records the interpreter's whole stack, values below its arguments included; its schema says how many
 // of the last values are its own.
 std::vector<c10::IValue> own_values(const at::RecordFunction& fn, bool results);
+
+// One observer of a kind at a time (an OpObserver::Impl, an OpTrace::Impl), registered while started
+// as a global RecordFunction callback that sees every op's inputs and outputs, forward and backward.
+template <class Impl>
+class Registration {
+ public:
+  // The started observer of this kind, for its callbacks; nullptr when none is.
+  static Impl* active() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return active_;
+  }
+  // REQUIRES: no observer of this kind started.
+  void start(Impl* impl, at::RecordFunctionCallback::StartCallback on_start,
+             at::RecordFunctionCallback::EndCallback on_end) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      SADDLESCOPE_CHECK(active_ == nullptr && handle_ == 0);
+      active_ = impl;
+    }
+    handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
+                                        .needsInputs(true)
+                                        .needsOutputs(true)
+                                        .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  }
+  void stop(Impl* impl) {
+    if (handle_ == 0) return;
+    at::removeCallback(handle_);
+    handle_ = 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active_ == impl) active_ = nullptr;
+  }
+
+ private:
+  at::CallbackHandle handle_ = 0;
+  static inline std::mutex mutex_;
+  static inline Impl* active_ = nullptr;  // guarded by mutex_
+};
 
 }  // namespace saddlescope::probes::internal

@@ -58,8 +58,6 @@ thread_local std::vector<Frame> t_stack;
 // Set while the callbacks themselves run ops (the samples' gathers and copies): those are not the step's.
 thread_local bool t_busy = false;
 
-std::mutex g_mutex;
-OpObserver::Impl* g_active = nullptr;  // guarded by g_mutex
 
 }  // namespace
 
@@ -67,7 +65,7 @@ struct OpObserver::Impl {
   uint64_t seed;
   int64_t k, step;
   ParameterNames parameters;
-  at::CallbackHandle handle = 0;
+  Registration<Impl> registration;
 
   // A forward op that created an autograd node: its name and its inputs' shapes and kinds.
   struct Forward {
@@ -368,11 +366,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   Frame f;
   f.name = fn.name();
   f.seq = fn.seqNr();
-  OpObserver::Impl* m;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    m = g_active;
-  }
+  OpObserver::Impl* m = Registration<OpObserver::Impl>::active();
   const bool inside_tapped = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.tapped; });
   if (!m || inside_tapped) {
     stack.push_back(std::move(f));
@@ -409,11 +403,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (stack.empty()) return;
   Frame f = std::move(stack.back());
   stack.pop_back();
-  OpObserver::Impl* m;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    m = g_active;
-  }
+  OpObserver::Impl* m = Registration<OpObserver::Impl>::active();
   if (!m || f.backward || f.inputs.empty()) return;
   const Frame* node = nullptr;  // the innermost autograd node this op runs in
   for (auto it = stack.rbegin(); it != stack.rend(); ++it)
@@ -509,25 +499,9 @@ OpObserver::OpObserver(uint64_t seed, int64_t k, int64_t step, ParameterNames pa
 
 OpObserver::~OpObserver() { stop(); }
 
-void OpObserver::start() {
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    SADDLESCOPE_CHECK(g_active == nullptr && impl_->handle == 0);
-    g_active = impl_.get();
-  }
-  impl_->handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
-                                            .needsInputs(true)
-                                            .needsOutputs(true)
-                                            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-}
+void OpObserver::start() { impl_->registration.start(impl_.get(), on_start, on_end); }
 
-void OpObserver::stop() {
-  if (impl_->handle == 0) return;
-  at::removeCallback(impl_->handle);
-  impl_->handle = 0;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_active == impl_.get()) g_active = nullptr;
-}
+void OpObserver::stop() { impl_->registration.stop(impl_.get()); }
 
 Status OpObserver::evaluate(std::vector<ObservedRow>* rows, std::vector<UnevaluatedOp>* unevaluated) {
   Impl& m = *impl_;

@@ -23,26 +23,20 @@ struct Frame {
 thread_local std::vector<Frame> t_stack;
 thread_local bool t_busy = false;  // set while the trace copies outputs: its own ops are not traced
 
-std::mutex g_mutex;
-OpTrace::Impl* g_active = nullptr;  // guarded by g_mutex
-
 bool is_floating(const at::Tensor& t) { return t.defined() && t.is_floating_point(); }
-
-OpTrace::Impl* active() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_active;
-}
 
 }  // namespace
 
 struct OpTrace::Impl {
   internal::ParameterNames parameters;
-  at::CallbackHandle handle = 0;
+  internal::Registration<Impl> registration;
   std::mutex mutex;
   std::vector<TracedOp> ops;  // guarded by mutex
 };
 
 namespace {
+
+OpTrace::Impl* active() { return internal::Registration<OpTrace::Impl>::active(); }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (t_busy) return nullptr;
@@ -108,25 +102,9 @@ OpTrace::OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& paramete
 
 OpTrace::~OpTrace() { stop(); }
 
-void OpTrace::start() {
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    SADDLESCOPE_CHECK(g_active == nullptr && impl_->handle == 0);
-    g_active = impl_.get();
-  }
-  impl_->handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
-                                            .needsInputs(true)
-                                            .needsOutputs(true)
-                                            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-}
+void OpTrace::start() { impl_->registration.start(impl_.get(), on_start, on_end); }
 
-void OpTrace::stop() {
-  if (impl_->handle == 0) return;
-  at::removeCallback(impl_->handle);
-  impl_->handle = 0;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_active == impl_.get()) g_active = nullptr;
-}
+void OpTrace::stop() { impl_->registration.stop(impl_.get()); }
 
 const std::vector<TracedOp>& OpTrace::ops() const { return impl_->ops; }
 

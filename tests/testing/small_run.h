@@ -1,10 +1,14 @@
 // A small learnable dataset and a fast training config on it, shared by the trainer tests.
 #pragma once
 
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "saddlescope/store/npy.h"
 #include "saddlescope/trainer/config.h"
@@ -39,6 +43,23 @@ inline trainer::RunConfig small_config(const TempDir& dir, const std::string& da
   c.out = dir.file("study");
   c.data_dir = dir.path();
   return c;
+}
+
+// `base` with these keys set, resolved as a config file's would be.
+inline Result<trainer::RunConfig> with_keys(const trainer::RunConfig& base,
+                                            const std::map<std::string, nlohmann::json>& keys) {
+  trainer::ConfigBuilder b;
+  nlohmann::json j = base.to_json();
+  for (const auto& [k, v] : keys) j[k] = v;
+  SADDLESCOPE_RETURN_IF_ERROR(b.load_json(j, "test"));
+  return b.resolve();
+}
+
+// The Python that scripts TorchScript modules for the tests: $SADDLESCOPE_PYTHON, else Debian's
+// python3-torch (scripts/setup.sh), the same 1.13 as the LibTorch the tests link.
+inline std::string python() {
+  const char* p = std::getenv("SADDLESCOPE_PYTHON");
+  return p ? p : "/usr/bin/python3";
 }
 
 inline std::vector<std::string> read_lines(const std::string& path) {

@@ -4,9 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <map>
-
-#include <nlohmann/json.hpp>
 
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/invariance.h"
@@ -16,27 +13,14 @@
 namespace saddlescope::trainer {
 namespace {
 
-std::string python() {
-  const char* p = std::getenv("SADDLESCOPE_PYTHON");
-  return p ? p : "/usr/bin/python3";
-}
-
-Result<RunConfig> config(const RunConfig& base, const std::map<std::string, nlohmann::json>& keys) {
-  ConfigBuilder b;
-  nlohmann::json j = base.to_json();
-  for (const auto& [k, v] : keys) j[k] = v;
-  SADDLESCOPE_RETURN_IF_ERROR(b.load_json(j, "test"));
-  return b.resolve();
-}
-
 class Invariance : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string cmd = python() + " " SADDLESCOPE_SOURCE_DIR "/tests/trainer/make_modules.py " + dir.path() + " 24 4";
+    const std::string cmd = testing::python() + " " SADDLESCOPE_SOURCE_DIR "/tests/trainer/make_modules.py " + dir.path() + " 24 4";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   RunConfig module(const std::string& name) {
-    auto c = config(base, {{"model", "torchscript"}, {"model_file", dir.path() + "/" + name + ".pt"}});
+    auto c = testing::with_keys(base, {{"model", "torchscript"}, {"model_file", dir.path() + "/" + name + ".pt"}});
     EXPECT_TRUE(c.ok()) << c.status().message();
     return c.ok() ? *c : base;
   }

@@ -25,11 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Debian's python3-torch (scripts/setup.sh) is the same 1.13 as the LibTorch this links.
-std::string python() {
-  const char* p = std::getenv("SADDLESCOPE_PYTHON");
-  return p ? p : "/usr/bin/python3";
-}
+using testing::python;
 
 void run_python(const std::string& args) {
   const std::string cmd = python() + " " + args;
@@ -57,14 +53,7 @@ std::string write_labels(const testing::TempDir& dir, int64_t n = 256) {
   return path;
 }
 
-// small_config's run with these keys set, resolved as a config file's would be.
-Result<RunConfig> config(const RunConfig& base, const std::map<std::string, nlohmann::json>& keys) {
-  ConfigBuilder b;
-  nlohmann::json j = base.to_json();
-  for (const auto& [k, v] : keys) j[k] = v;
-  SADDLESCOPE_RETURN_IF_ERROR(b.load_json(j, "test"));
-  return b.resolve();
-}
+using testing::with_keys;
 
 std::vector<std::string> metrics_without_wall_time(const std::string& run_dir) {
   std::vector<std::string> rows;
@@ -85,7 +74,7 @@ TEST_F(TorchScript, TheScriptedAutoencoderTrainsBitwiseAsTheBuiltIn) {
   ASSERT_TRUE(built_in.ok()) << built_in.status().message();
 
   // The same weights (the built-in run's step-0 snapshot, by parameter name), data order and steps.
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]},
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]},
                            {"init_from", built_in->run_dir + "/snapshots/step-00000000"}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto scripted = train(*cfg, {false, nullptr});
@@ -100,22 +89,22 @@ TEST_F(TorchScript, TheScriptedAutoencoderTrainsBitwiseAsTheBuiltIn) {
 }
 
 TEST_F(TorchScript, TheManifestAndRunIdFollowTheFilesBytesNotItsPath) {
-  auto a = config(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]}});
+  auto a = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]}});
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->model_sha256.size(), 64u);
 
   fs::copy_file(modules["autoencoder"], dir.file("elsewhere.pt"));
-  auto b = config(base, {{"model", "torchscript"}, {"model_file", dir.file("elsewhere.pt")}});
+  auto b = with_keys(base, {{"model", "torchscript"}, {"model_file", dir.file("elsewhere.pt")}});
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(a->identity(), b->identity());
 
-  auto c = config(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}});
+  auto c = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}});
   ASSERT_TRUE(c.ok());
   EXPECT_NE(a->identity(), c->identity());
   EXPECT_NE(a->identity().find(a->model_sha256), std::string::npos);
 
   // A resumed run names the digest it started with: a changed file is an error.
-  auto changed = config(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]},
+  auto changed = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]},
                                {"model_sha256", c->model_sha256}});
   ASSERT_FALSE(changed.ok());
   EXPECT_NE(changed.status().message().find("the file changed"), std::string::npos) << changed.status().message();
@@ -128,7 +117,7 @@ TEST_F(TorchScript, TheManifestAndRunIdFollowTheFilesBytesNotItsPath) {
 TEST_F(TorchScript, AClassifierLearnsAndRecordsCrossEntropyAndAccuracy) {
   base.data = "npy:" + base.data.substr(4) + "," + write_labels(dir);
   base.steps = 200;
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}, {"loss", "cross_entropy"},
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}, {"loss", "cross_entropy"},
                            {"probe", {"curvature:every=100,batch=64", "symmetry:every=100"}}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto r = train(*cfg, {false, nullptr});
@@ -151,7 +140,7 @@ TEST_F(TorchScript, AClassifierLearnsAndRecordsCrossEntropyAndAccuracy) {
 }
 
 TEST_F(TorchScript, TheModulesOwnLossIsTheObjective) {
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["module_loss"]}, {"loss", "module"}});
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["module_loss"]}, {"loss", "module"}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto r = train(*cfg, {false, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -167,7 +156,7 @@ TEST_F(TorchScript, TheModulesOwnLossIsTheObjective) {
 TEST_F(TorchScript, GenericOpTapsMeasureEveryAtenOpAndListTheRest) {
   base.data = "npy:" + base.data.substr(4) + "," + write_labels(dir);
   base.steps = 60;
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}, {"loss", "cross_entropy"},
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}, {"loss", "cross_entropy"},
                            {"probe", {"ops:every=50,k=4"}}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto r = train(*cfg, {false, nullptr});
@@ -199,7 +188,7 @@ TEST_F(TorchScript, GenericOpTapsMeasureEveryAtenOpAndListTheRest) {
 // gradient elements within their bounds, and tanh, relu, sigmoid, mse_loss beside them.
 TEST_F(TorchScript, GenericTapsEvaluateConvolutionsForwardAndBackward) {
   base.steps = 2;
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["convnet"]}, {"probe", {"ops:every=1,k=6"}}});
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["convnet"]}, {"probe", {"ops:every=1,k=6"}}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto r = train(*cfg, {false, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -229,7 +218,7 @@ TEST_F(TorchScript, GenericTapsEvaluateConvolutionsForwardAndBackward) {
 // as they are; the taps evaluate it like any other.
 TEST_F(TorchScript, GenericTapsEvaluateAConvolutionGivenOneValueForBothAxes) {
   base.steps = 1;
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["conv_lists"]}, {"probe", {"ops:every=1,k=6"}}});
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["conv_lists"]}, {"probe", {"ops:every=1,k=6"}}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto r = train(*cfg, {false, nullptr});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -252,7 +241,7 @@ TEST_F(TorchScript, GenericTapsAgreeWithTheBuiltInTaps) {
   base.probes = {"ops:every=1,k=100000,clamp=true,wgrad=false"};
   auto built_in = train(base, {false, nullptr});
   ASSERT_TRUE(built_in.ok()) << built_in.status().message();
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]},
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["autoencoder"]},
                            {"init_from", built_in->run_dir + "/snapshots/step-00000000"}});
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto generic = train(*cfg, {false, nullptr});
@@ -305,7 +294,7 @@ TEST_F(TorchScript, BadModulesAndLossesAreOneLineErrorsBeforeAnyRunDirectory) {
   for (const auto& c : cases) {
     std::map<std::string, nlohmann::json> keys = c.keys;
     keys["model"] = "torchscript";
-    auto cfg = config(base, keys);
+    auto cfg = with_keys(base, keys);
     Status s = cfg.ok() ? train(*cfg, {false, nullptr}).status() : cfg.status();
     ASSERT_FALSE(s.ok()) << c.expected;
     EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.message();
@@ -315,14 +304,14 @@ TEST_F(TorchScript, BadModulesAndLossesAreOneLineErrorsBeforeAnyRunDirectory) {
   // Labels that are not classes of the prediction.
   std::vector<uint8_t> y(256, 7);
   store::write_npy(dir.file("y7.npy"), store::Dtype::kUInt8, {256}, y.data());
-  auto cfg = config(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}, {"loss", "cross_entropy"},
+  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["classifier"]}, {"loss", "cross_entropy"},
                            {"data", "npy:" + base.data.substr(4) + "," + dir.file("y7.npy")}});
   ASSERT_TRUE(cfg.ok());
   Status s = train(*cfg, {false, nullptr}).status();
   EXPECT_NE(s.message().find("has label 7, but model_file " + modules["classifier"] + " predicts 4 classes"),
             std::string::npos) << s.message();
   // A torchscript key on another model.
-  auto other = config(base, {{"loss", "cross_entropy"}});
+  auto other = with_keys(base, {{"loss", "cross_entropy"}});
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().message(), "test: config.loss: loss applies to model torchscript only (model is autoencoder)");
 }
