@@ -1,5 +1,6 @@
 // saddlescope invariance: is a model's prediction for an example the same bits whatever else is in its
 // batch, and which op first decides it (trainer/invariance.h).
+#include <filesystem>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -72,6 +73,12 @@ Command add_invariance(CLI::App& app) {
     options->batch_sizes = *s;
     options->positions = split(*positions, ',');
     if (Status st = trainer::check_invariance_options(*options); !st.ok()) return fail(st.message());
+    if (!json->empty()) {  // checked before the work: the file is written whole at the end, or not at all
+      const std::filesystem::path parent = std::filesystem::absolute(*json).parent_path();
+      std::error_code ec;
+      if (!std::filesystem::is_directory(parent, ec))
+        return fail("--json: " + parent.string() + ": no such directory");
+    }
     auto cfg = flags->resolve();
     if (!cfg) return fail(cfg.status().message());
     auto r = trainer::check_invariance(*cfg, *options, stderr);

@@ -363,6 +363,37 @@ TEST(Cli, ReplayOfAStep) {
   EXPECT_NE(help.text.find("--params-from"), std::string::npos) << help.text;
 }
 
+// saddlescope invariance: a table and a verdict on stdout, the JSON written whole; every bad flag one line,
+// and nothing written.
+TEST(Cli, InvarianceOfABatch) {
+  testing::TempDir dir;
+  const std::string data = " --hidden 8,4 --threads 1 --data npy:" + small_pixels(dir);
+  Output o = run("invariance" + data + " --examples 2 --batch-sizes 2,4 --positions first,last --repeats 1 --json " +
+                 dir.file("inv.json"));
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("invariance  model autoencoder on cpu, float32; 2 examples; prediction\n"), std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("\nverdict  "), std::string::npos) << o.text;
+  std::ifstream in(dir.file("inv.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["cases"].size(), 4u);  // 2 batch sizes x 2 positions
+  EXPECT_EQ(j["cases"][3]["row"], 3);  // batch 4, last
+  EXPECT_EQ(j["timed"], "forward");
+  EXPECT_EQ(j["seconds"].size(), 3u);  // batch 1, 2, 4
+
+  expect_error("invariance" + data + " --batch-sizes 2,x", "--batch-sizes: 'x' is not a batch size");
+  expect_error("invariance" + data + " --batch-sizes 1", "--batch-sizes: 1 is not a batch of several examples (at least 2)");
+  expect_error("invariance" + data + " --positions first,end", "--positions: 'end' is not first, middle or last");
+  expect_error("invariance" + data + " --batch-sizes 64",
+               "--batch-sizes: a batch of 64 beside 8 examples needs 72 evaluation rows; data npy:" + dir.file("x.npy") +
+                   " has 64 (train split)");
+  expect_error("invariance" + data + " --steps 5",
+               "--steps: not used by `saddlescope invariance` (the batches are --batch-sizes; nothing is trained)");
+  const std::string missing = dir.file("no-such-dir/inv.json");
+  expect_error("invariance" + data + " --json " + missing, "--json: " + dir.file("no-such-dir") + ": no such directory");
+  EXPECT_FALSE(fs::exists(missing));
+}
+
 // saddlescope twins: the copies of a run's duplicated units, from its manifest or named by flags.
 TEST(Cli, TwinsOfADuplicatedRun) {
   testing::TempDir dir;
