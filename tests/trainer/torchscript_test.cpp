@@ -63,6 +63,20 @@ std::vector<std::string> metrics_without_wall_time(const std::string& run_dir) {
 
 class TorchScript : public ::testing::Test {
  protected:
+  // The ops.csv rows of `steps` steps of module `name` with op taps every step (k = 6); none on a failure.
+  std::vector<store::OpRow> op_rows(const std::string& name, int64_t steps) {
+    base.steps = steps;
+    auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules[name]}, {"probe", {"ops:every=1,k=6"}}});
+    EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+    if (!cfg.ok()) return {};
+    auto r = train(*cfg, {false, nullptr});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return {};
+    auto rows = store::RunDir::open(r->run_dir)->ops();
+    EXPECT_TRUE(rows.ok());
+    return rows.ok() ? *rows : std::vector<store::OpRow>{};
+  }
+
   testing::TempDir dir;
   Modules modules{dir};
   RunConfig base = testing::small_config(dir, testing::write_pixels(dir));
@@ -187,15 +201,10 @@ TEST_F(TorchScript, GenericOpTapsMeasureEveryAtenOpAndListTheRest) {
 // Convolutions, strided, padded, grouped and dilated: forward, data gradient, weight gradient and bias
 // gradient elements within their bounds, and tanh, relu, sigmoid, mse_loss beside them.
 TEST_F(TorchScript, GenericTapsEvaluateConvolutionsForwardAndBackward) {
-  base.steps = 2;
-  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["convnet"]}, {"probe", {"ops:every=1,k=6"}}});
-  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-  auto r = train(*cfg, {false, nullptr});
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  auto rows = store::RunDir::open(r->run_dir)->ops();
-  ASSERT_TRUE(rows.ok());
+  const std::vector<store::OpRow> rows = op_rows("convnet", 2);
+  ASSERT_FALSE(rows.empty());
   std::map<std::string, int> measured;
-  for (const auto& row : *rows) {
+  for (const auto& row : rows) {
     if (row.flag == "not_evaluated") continue;
     EXPECT_EQ(row.flag, "within") << row.op << " " << row.phase << " " << row.kernel << " " << row.index;
     ++measured[row.op + " " + row.phase + " " + row.kernel];
@@ -217,15 +226,10 @@ TEST_F(TorchScript, GenericTapsEvaluateConvolutionsForwardAndBackward) {
 // conv2d given one-element lists ([1] for stride and padding: both axes) reaches convolution with them
 // as they are; the taps evaluate it like any other.
 TEST_F(TorchScript, GenericTapsEvaluateAConvolutionGivenOneValueForBothAxes) {
-  base.steps = 1;
-  auto cfg = with_keys(base, {{"model", "torchscript"}, {"model_file", modules["conv_lists"]}, {"probe", {"ops:every=1,k=6"}}});
-  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-  auto r = train(*cfg, {false, nullptr});
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  auto rows = store::RunDir::open(r->run_dir)->ops();
-  ASSERT_TRUE(rows.ok());
+  const std::vector<store::OpRow> rows = op_rows("conv_lists", 1);
+  ASSERT_FALSE(rows.empty());
   std::map<std::string, int> measured;
-  for (const auto& row : *rows) {
+  for (const auto& row : rows) {
     EXPECT_NE(row.flag == "not_evaluated" ? row.kernel : "", "convolution") << row.op << " " << row.phase;
     if (row.flag != "not_evaluated") ++measured[row.op + " " + row.phase];
   }
