@@ -1,6 +1,7 @@
 #include "saddlescope/probes/op_trace.h"
 
 #include <mutex>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -18,6 +19,7 @@ struct Frame {
   bool outermost = false;
   std::string module;     // forward: a parameter's module, or the calling TorchScript module
   std::vector<c10::IValue> inputs;
+  std::set<std::string> inner;  // outermost: the ATen ops that ran inside it
 };
 
 thread_local std::vector<Frame> t_stack;
@@ -58,6 +60,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       } else {
         f.module = stack.back().name;  // the autograd node
       }
+    } else {
+      for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+        if (it->outermost) {
+          it->inner.insert(internal::short_name(f.name));
+          break;
+        }
     }
   }
   stack.push_back(std::move(f));
@@ -80,6 +88,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   const std::string kernel = internal::short_name(f.name);
   op.name = f.module.empty() ? kernel : f.module + ":" + kernel;
   op.phase = stack.empty() ? "fwd" : "bwd";
+  op.inner.assign(f.inner.begin(), f.inner.end());
   for (const auto& v : internal::own_values(fn, true)) {
     if (!v.isTensor() || !is_floating(v.toTensor())) continue;
     const at::Tensor& out = v.toTensor();

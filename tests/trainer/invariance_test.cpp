@@ -82,6 +82,21 @@ TEST_F(Invariance, AReductionSplitByBatchSizeIsFoundAndNamed) {
   }
 }
 
+// An op named by nothing (the root module's own weight) is matched to the taps through the op inside it:
+// linear's mm is evaluated, alone in float32 and in the batch in float64, each within its bound.
+TEST_F(Invariance, AnUnnamedOpIsCheckedThroughTheOpInsideIt) {
+  auto r = check_invariance(module("linear_f64"), options, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->invariant);
+  for (const auto& c : r->cases) {
+    ASSERT_NE(c.equal, c.examples) << "float64 in the batch: every example differs somewhere";
+    EXPECT_EQ(c.first_op, "linear");
+    EXPECT_EQ(c.how, "values");
+    EXPECT_EQ(c.bound, "within");
+    EXPECT_GT(c.samples, 0);
+  }
+}
+
 TEST_F(Invariance, TheBuiltInAutoencoderIsInvariantOrNamesTheOp) {
   options.k = 4;
   auto r = check_invariance(base, options, nullptr);

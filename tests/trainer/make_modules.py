@@ -8,7 +8,8 @@ scripted loss), convnet.pt (two convolutions, one strided, one grouped and dilat
 tests/trainer/invariance_test.cpp, elementwise.pt (relu(x·w + b) per element, each op correctly rounded:
 batch-invariant by construction) and split_sum.pt (a row sum split in two halves when the batch has more than one row:
 the reduction order depends on the batch, as a split-K kernel's does); conv_lists.pt (FEATURES = 24: a
-functional conv2d with one-element stride and padding lists). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
+functional conv2d with one-element stride and padding lists); linear_f64.pt (a linear of the root's own
+weight, in float64 when the batch has more than one row). Bad ones, each refused before a run directory exists: wrong_input.pt (expects 10
 features), no_params.pt, float32_only.pt (casts its input to float32: refuses float64 runs),
 tuple_out.pt (forward returns a tuple).
 """
@@ -96,6 +97,20 @@ class ConvLists(nn.Module):
         return torch.sigmoid(torch.flatten(y, 1))
 
 
+class LinearF64InBatches(nn.Module):
+    """A parameter-free-named linear (its weight is the root's own) run in float64 when the batch has
+    more than one row: the first op that differs is `linear`, whose mm the taps evaluate."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(features, features) * 0.2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.size(0) > 1:
+            return torch.nn.functional.linear(x.double(), self.w.double()).float()
+        return torch.nn.functional.linear(x, self.w)
+
+
 class WrongInput(nn.Module):
     def __init__(self):
         super().__init__()
@@ -135,6 +150,7 @@ def main() -> None:
     for name, module in [("classifier", Classifier(features, classes)), ("module_loss", ModuleLoss(features)),
                          ("convnet", ConvNet(features)), ("elementwise", Elementwise(features)),
                          ("split_sum", SplitSum(features)), ("conv_lists", ConvLists()),
+                         ("linear_f64", LinearF64InBatches(features)),
                          ("wrong_input", WrongInput()), ("no_params", NoParams()),
                          ("float32_only", Float32Only(features)), ("tuple_out", TupleOut(features))]:
         torch.jit.save(torch.jit.script(module), f"{out}/{name}.pt")

@@ -26,6 +26,7 @@ struct TracedOp {
   std::string name;                 // see above
   std::string phase;                // fwd | bwd
   std::vector<at::Tensor> outputs;  // detached copies of its floating outputs, on the op's device
+  std::vector<std::string> inner;   // the ATen ops that ran inside it ("mm" in "linear"), sorted
 };
 
 class OpTrace {

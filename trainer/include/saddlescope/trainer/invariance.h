@@ -12,8 +12,8 @@
 // same computation sliced: the batch changed the op's shape beyond its batch dimension) or "op
 // sequence" (another op ran). An op's part for the example is the slice of the dimension that grew B
 // times; an output without one (a batch statistic) is compared whole. With k > 0 the op taps
-// (op_taps.h, generic) then sample k outputs of that op's module in both evaluations against the exact
-// reference: "within" the rounding bound when every sample is (the batch changed only the order of
+// (op_taps.h, generic) then sample k outputs of that op's module (an op with no module: of the op, or
+// of the ops inside it, e.g. linear's mm) in both evaluations against the exact reference: "within" the rounding bound when every sample is (the batch changed only the order of
 // rounding), "beyond" when one is not (another arithmetic: TF32, a lower-precision algorithm), "not
 // evaluated" when the reference does not evaluate that op.
 //
