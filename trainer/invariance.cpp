@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
-#include <cstring>
 #include <optional>
 #include <set>
 
@@ -24,6 +24,7 @@
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/execution.h"
 #include "saddlescope/trainer/initial.h"
+#include "shape_text.h"
 
 namespace saddlescope::trainer {
 namespace fs = std::filesystem;
@@ -116,20 +117,14 @@ std::optional<Parts> example_parts(const at::Tensor& alone, const at::Tensor& ba
   return std::nullopt;
 }
 
-std::string shape_text(at::IntArrayRef s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + ")";
-}
-
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize();
 }
 
 class Checker {
  public:
-  Checker(const RunConfig& cfg, const InvarianceOptions& o, std::shared_ptr<Model> model, torch::Tensor rows)
-      : cfg_(cfg), o_(o), model_(std::move(model)), rows_(std::move(rows)), device_(rows_.device()) {
+  Checker(const InvarianceOptions& o, std::shared_ptr<Model> model, torch::Tensor rows)
+      : o_(o), model_(std::move(model)), rows_(std::move(rows)), device_(rows_.device()) {
     for (const auto& p : model_->module().named_parameters()) parameters_.emplace_back(p.key(), p.value());
   }
 
@@ -205,8 +200,9 @@ class Checker {
     return t.ops();
   }
 
-  // The first op of the example's traces that differs (InvarianceCase's fields).
-  void first_difference(int64_t e, InvarianceCase* c) {
+  // The first op of the example's traces that differs (InvarianceCase's fields). Returns the ATen ops
+  // that ran inside it (bound_check's rows for an op that nothing names).
+  std::vector<std::string> first_difference(int64_t e, InvarianceCase* c) {
     const int64_t row = c->row;
     const auto alone = trace(e, 1, 0);
     const auto batched = trace(e, c->batch, row);
@@ -215,13 +211,13 @@ class Checker {
     for (size_t i = 0; i < n; ++i) {
       const probes::TracedOp &a = alone[i], &b = batched[i];
       auto differs = [&](const std::string& how, const std::string& detail, double ulp) {
-        first_inner_ = a.inner;
         c->first_op = a.name;
         c->phase = a.phase;
         c->how = how;
         c->detail = detail;
         c->op_index = static_cast<int64_t>(i);
         c->op_max_ulp = ulp;
+        return a.inner;
       };
       if (a.name != b.name || a.outputs.size() != b.outputs.size())
         return differs("op sequence", "in the batch: " + b.name, 0);
@@ -236,19 +232,23 @@ class Checker {
           return differs("values", (parts->whole ? "whole output " : "") + shape_text(a.outputs[j].sizes()), d.max_ulp);
       }
     }
-    if (alone.size() != batched.size())
-      c->first_op = n < alone.size() ? alone[n].name : batched[n].name, c->phase = "fwd", c->how = "op sequence",
-      c->detail = fmt::format("{} ops alone, {} in the batch", alone.size(), batched.size()),
+    if (alone.size() != batched.size()) {
+      c->first_op = n < alone.size() ? alone[n].name : batched[n].name;
+      c->phase = "fwd";
+      c->how = "op sequence";
+      c->detail = fmt::format("{} ops alone, {} in the batch", alone.size(), batched.size());
       c->op_index = static_cast<int64_t>(n);
+    }
+    return {};
   }
 
   // Op-tap samples of the first differing op's module in both evaluations against the exact reference.
-  Status bound_check(int64_t e, InvarianceCase* c) {
+  Status bound_check(int64_t e, const std::vector<std::string>& inner, InvarianceCase* c) {
     const std::string module = c->first_op.substr(0, c->first_op.find(':'));
     const bool named = c->first_op.find(':') != std::string::npos;
     // An unnamed op's rows carry its ATen name, or that of the op inside it that the taps evaluate
     // (conv2d's convolution, linear's mm).
-    std::set<std::string> kernels(first_inner_.begin(), first_inner_.end());
+    std::set<std::string> kernels(inner.begin(), inner.end());
     kernels.insert(named ? c->first_op.substr(c->first_op.find(':') + 1) : c->first_op);
     auto spec = probes::parse_probe_spec(fmt::format("ops:every=1,k={}{}", o_.k, o_.backward ? "" : ",wgrad=false"));
     SADDLESCOPE_CHECK(spec.ok());
@@ -307,8 +307,9 @@ class Checker {
       if (!(d.equal && g.equal) && size > worst) worst = size, c.example = e;
     }
     if (c.example >= 0) {  // the example that differs most, op by op
-      first_difference(c.example, &c);
-      if (o_.k > 0 && !c.first_op.empty() && c.how == "values") SADDLESCOPE_RETURN_IF_ERROR(bound_check(c.example, &c));
+      const std::vector<std::string> inner = first_difference(c.example, &c);
+      if (o_.k > 0 && !c.first_op.empty() && c.how == "values")
+        SADDLESCOPE_RETURN_IF_ERROR(bound_check(c.example, inner, &c));
     }
     return c;
   }
@@ -364,14 +365,12 @@ class Checker {
   }
 
  private:
-  const RunConfig& cfg_;
   InvarianceOptions o_;
   std::shared_ptr<Model> model_;
   torch::Tensor rows_;
   torch::Device device_;
   std::vector<std::pair<std::string, at::Tensor>> parameters_;
   std::vector<int64_t> row_shape_;  // one row's prediction
-  std::vector<std::string> first_inner_;  // the ATen ops inside the first differing op
 };
 
 }  // namespace
@@ -394,7 +393,7 @@ Result<InvarianceResult> check_invariance(const RunConfig& cfg, const Invariance
   if (!model) return model.status();
   torch::Device device(cfg.execution.device.name());
   torch::Tensor rows = eval.narrow(0, 0, o.examples + largest).to(device, dtype_of(cfg));
-  Checker checker(cfg, o, *model, rows);
+  Checker checker(o, *model, rows);
   auto r = checker.run(progress);
   if (!r) return r;
   r->execution = *applied;

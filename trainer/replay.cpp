@@ -14,17 +14,12 @@
 #include "saddlescope/trainer/execution.h"
 #include "saddlescope/trainer/initial.h"
 #include "saddlescope/trainer/step.h"
+#include "shape_text.h"
 
 namespace fs = std::filesystem;
 
 namespace saddlescope::trainer {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
-  return "(" + s + ")";
-}
 
 // The snapshot at `step` of `run_dir` holds exactly the parameters of `model`, shape for shape.
 // Returns its directory.

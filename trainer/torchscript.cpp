@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -11,6 +10,7 @@
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/dataset.h"
 #include "saddlescope/trainer/initial.h"
+#include "shape_text.h"
 
 namespace saddlescope::trainer {
 namespace {
@@ -24,8 +24,6 @@ std::string one_line(const std::exception& e) {
   while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
   return what.substr(what.rfind('\n') + 1);
 }
-
-std::string shape_text(at::IntArrayRef s) { return fmt::format("({})", fmt::join(s, ", ")); }
 
 // The parameters and buffers of a TorchScript module registered in a tree of nn::Modules that mirrors
 // its submodules: the trainer's nn::Module interface (parameters(), named_parameters() with the
