@@ -42,6 +42,52 @@ struct Csv {
   void gap() { body += "\n"; }  // a blank line: gnuplot breaks the line there (one run ends)
 };
 
+// Lines drawn one per run (and layer), thinned to what a screen shows while the CSV keeps every point:
+// a line whose drawn points repeat an earlier line of its series exactly is written with `drawn` 0 and not
+// drawn again (64 runs whose copies never broke draw one line at 0, not 64), and past kMarkerLimit drawn
+// points the lines lose their markers, which a screen can no longer tell apart (the symmetric-saddle
+// reports were 6-8 MB of SVG markers). Columns: series, drawn, then the caller's.
+class RunLines {
+ public:
+  static constexpr size_t kMarkerLimit = 1000;
+
+  explicit RunLines(const std::vector<std::string>& columns) : csv_(with_drawn(columns)) {}
+
+  // A point of the current line: (x, y) as the figure draws them, `rest` the row's other fields.
+  void point(int series, const std::string& x, const std::string& y, const std::vector<std::string>& rest) {
+    series_ = series;
+    key_ += x + ":" + y + ";";
+    line_.push_back(rest);
+  }
+  // Ends the current line (a gap in the CSV, where gnuplot breaks the line).
+  void end_line() {
+    if (line_.empty()) return;
+    const bool drawn = seen_.insert(std::to_string(series_) + "|" + key_).second;
+    if (drawn) drawn_points_ += line_.size();
+    for (auto& fields : line_) {
+      fields.insert(fields.begin(), {std::to_string(series_), drawn ? "1" : "0"});
+      csv_.row(fields);
+    }
+    csv_.gap();
+    line_.clear();
+    key_.clear();
+  }
+  const std::string& body() const { return csv_.body; }
+  std::string style() const { return drawn_points_ > kMarkerLimit ? "lines" : "linespoints ps 0.5"; }
+
+ private:
+  static std::vector<std::string> with_drawn(std::vector<std::string> columns) {
+    columns.insert(columns.begin(), {"series", "drawn"});
+    return columns;
+  }
+  Csv csv_;
+  std::set<std::string> seen_;
+  std::vector<std::vector<std::string>> line_;
+  std::string key_;
+  int series_ = 0;
+  size_t drawn_points_ = 0;
+};
+
 // Whether positive values spanning more than `decades` decades call for a log axis.
 bool spans_decades(const std::vector<double>& v, double decades = 1.7) {
   double lo = INFINITY, hi = 0;
@@ -66,12 +112,14 @@ std::string per_group(const std::vector<std::string>& groups, F clause) {
   return s;
 }
 
-// One curve per series present: column `y` against column `x` of ARG3, the rows of series i only.
+// One curve per series present: column `y` against column `x` of ARG3, the rows of series i only (and,
+// for RunLines' tables, only the rows it marks drawn).
 std::string series_curves(const std::vector<std::string>& titles, const std::set<int>& present, const std::string& x,
-                          const std::string& y, const std::string& style) {
+                          const std::string& y, const std::string& style, bool drawn_only = false) {
+  const std::string drawn = drawn_only ? " && column('drawn')==1" : "";
   return per_group(titles, [&](int i, const std::string& title) {
-    return present.count(i) ? fmt::format("ARG3 using '{}':(column('series')=={} ? column('{}') : NaN) with {} lt {} title {}",
-                                          x, i, y, style, i, title)
+    return present.count(i) ? fmt::format("ARG3 using '{}':(column('series')=={}{} ? column('{}') : NaN) with {} lt {} "
+                                          "title {}", x, i, drawn, y, style, i, title)
                             : std::string();
   });
 }
@@ -245,7 +293,7 @@ std::optional<Figure> episodes_figure(const StudyData& s) {
 }
 
 std::optional<Figure> curvature_figure(const StudyData& s, bool lambda_max) {
-  Csv csv({"series", "step", "lambda_min", "lambda_max", "probe_loss", "probe_grad_norm", "run_id"});
+  RunLines lines({"step", "lambda_min", "lambda_max", "probe_loss", "probe_grad_norm", "run_id"});
   std::vector<double> values;
   std::set<int> present;
   for (const auto& r : s.runs) {
@@ -253,11 +301,12 @@ std::optional<Figure> curvature_figure(const StudyData& s, bool lambda_max) {
     const int i = series_of(s, r.entry.at("group"));
     present.insert(i);
     for (const auto& c : r.curvature) {
-      csv.row({std::to_string(i), std::to_string(c.step), num(c.lambda_min), num(c.lambda_max), num(c.probe_loss),
-               num(c.probe_grad_norm), text(r.entry.at("run_id"))});
+      const std::vector<std::string> row = {std::to_string(c.step), num(c.lambda_min), num(c.lambda_max),
+                                            num(c.probe_loss), num(c.probe_grad_norm), text(r.entry.at("run_id"))};
+      lines.point(i, row[0], lambda_max ? row[2] : row[1], row);
       values.push_back(lambda_max ? c.lambda_max : c.lambda_min);
     }
-    csv.gap();
+    lines.end_line();
   }
   if (present.empty()) return std::nullopt;
   Figure f;
@@ -269,13 +318,13 @@ std::optional<Figure> curvature_figure(const StudyData& s, bool lambda_max) {
                   ? "The largest Hessian eigenvalue on the probe batch at each curvature probe step, one line per run."
                   : "The smallest Hessian eigenvalue on the probe batch at each curvature probe step, one line per run: "
                     "below zero the point has a direction of negative curvature (a saddle when the gradient is small).";
-  f.data = {{"", csv.body}};
+  f.data = {{"", lines.body()}};
   std::string cmds = "set xlabel 'optimiser step'\nset ylabel " +
                      gp_string(lambda_max ? "λmax (Hessian eigenvalue, loss units per parameter unit²)"
                                           : "λmin (Hessian eigenvalue, loss units per parameter unit²)") + "\n";
   if (lambda_max && spans_decades(values)) cmds += "set logscale y\nset format y '%g'\n";
   if (!lambda_max) cmds += "set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#888888' dt 2\n";
-  cmds += "plot " + series_curves(s.group_names, present, "step", col, "linespoints ps 0.5");
+  cmds += "plot " + series_curves(s.group_names, present, "step", col, lines.style(), true);
   f.commands = cmds + "\n";
   return f;
 }
@@ -483,7 +532,7 @@ std::optional<Figure> divergence_figure(const StudyData& s) {
 }
 
 std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
-  Csv csv({"series", "step", "identical_pairs", "min_relative_distance", "layer", "run_id"});
+  RunLines lines({"step", "identical_pairs", "min_relative_distance", "layer", "run_id"});
   std::set<int> present;
   bool positive = false;
   for (const auto& r : s.runs) {
@@ -495,11 +544,13 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
     for (const auto& [layer, rows] : layers) {
       for (const auto* row : rows) {
         positive = positive || row->min_relative_distance > 0;
-        csv.row({std::to_string(i), std::to_string(row->step), std::to_string(row->identical_pairs),
-                 num(row->min_relative_distance > 0 || !distance ? row->min_relative_distance : NAN), layer,
-                 text(r.entry.at("run_id"))});
+        const std::vector<std::string> fields = {
+            std::to_string(row->step), std::to_string(row->identical_pairs),
+            num(row->min_relative_distance > 0 || !distance ? row->min_relative_distance : NAN), layer,
+            text(r.entry.at("run_id"))};
+        lines.point(i, fields[0], distance ? fields[2] : fields[1], fields);
       }
-      csv.gap();
+      lines.end_line();
     }
   }
   if (present.empty() || (distance && !positive)) return std::nullopt;
@@ -511,12 +562,12 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
                          "layer (log scale; 0 — an exact duplicate — is not drawn)."
                        : "Pairs of units (incoming and outgoing weights) that are bitwise identical, one line per run and "
                          "layer: a drop is the step at which the symmetry broke.";
-  f.data = {{"", csv.body}};
+  f.data = {{"", lines.body()}};
   std::string cmds = "set xlabel 'optimiser step'\n";
   cmds += distance ? "set logscale y\nset format y '%g'\nset ylabel 'relative distance of the closest pair'\n"
                    : "set ylabel 'bitwise identical unit pairs'\nset yrange [0:*]\n";
   const std::string col = distance ? "min_relative_distance" : "identical_pairs";
-  cmds += "plot " + series_curves(s.group_names, present, "step", col, "linespoints ps 0.5");
+  cmds += "plot " + series_curves(s.group_names, present, "step", col, lines.style(), true);
   f.commands = cmds + "\n";
   return f;
 }

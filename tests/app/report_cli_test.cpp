@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -122,6 +124,55 @@ TEST_F(ReportCli, WritesThePageTheMarkdownTheJsonAndEveryFigure) {
         if (fewer) EXPECT_LE(l["broke_at_step"].get<int>(), l["last_step"].get<int>());
       }
   EXPECT_EQ(duplicated, 2 * 3) << "encoder.fc1, encoder.fc2 and decoder.fc1 of both runs";
+}
+
+// Lines per run are thinned to what a screen shows, never in the data: a line that repeats an earlier line
+// of its group exactly is kept in the figure's CSV with drawn 0 and left out of the plot; every line still
+// drawn differs from the others of its group. Here the three linear runs of a config keep 0 identical
+// pairs throughout, so each config draws that line once.
+TEST_F(ReportCli, RepeatedLinesStayInTheCsvAndAreDrawnOnce) {
+  Output o = run("report " + study_ + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.text;
+  for (const std::string name : {"symmetry", "lambda_min"}) {
+    std::ifstream in(study_ + "/report/figures/" + name + ".csv");
+    std::string header, line;
+    std::getline(in, header);
+    ASSERT_EQ(header.rfind("series,drawn,step,", 0), 0u) << header;
+    const size_t y = 3;  // identical_pairs or lambda_min: the column after step
+    // Each line (a block between blank rows) as series | drawn | its (step, y) points.
+    std::vector<std::tuple<std::string, std::string, std::string>> blocks;
+    std::string points, series, drawn;
+    size_t rows = 0;
+    auto end_block = [&] {
+      if (!points.empty()) blocks.emplace_back(series, drawn, points);
+      points.clear();
+    };
+    while (std::getline(in, line)) {
+      if (line.empty()) { end_block(); continue; }
+      std::vector<std::string> f;
+      std::stringstream ss(line);
+      for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+      ASSERT_GT(f.size(), y) << line;
+      series = f[0], drawn = f[1];
+      points += f[2] + ":" + f[y] + ";";
+      ++rows;
+    }
+    end_block();
+    std::set<std::string> drawn_lines;
+    size_t hidden = 0;
+    for (const auto& [s, d, p] : blocks)
+      if (d == "1") EXPECT_TRUE(drawn_lines.insert(s + "|" + p).second) << name << ": a drawn line repeats";
+    for (const auto& [s, d, p] : blocks)
+      if (d == "0") {
+        ++hidden;
+        EXPECT_TRUE(drawn_lines.count(s + "|" + p)) << name << ": a hidden line that no drawn line shows";
+      }
+    if (name == "symmetry") EXPECT_GE(hidden, 4u) << "two configs × three identical linear runs, drawn once each";
+    EXPECT_GT(rows, 0u);
+    std::ifstream gp(study_ + "/report/figures/" + name + ".gp");
+    const std::string script((std::istreambuf_iterator<char>(gp)), {});
+    EXPECT_NE(script.find("column('drawn')==1"), std::string::npos) << script;
+  }
 }
 
 // Every number the report shows that the analysis computed is the analysis's number.

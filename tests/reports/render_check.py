@@ -6,7 +6,9 @@
 Drives Chromium through the DevTools protocol over a pipe (--remote-debugging-pipe: file descriptors 3
 and 4, NUL-terminated JSON messages), so no port and no network are involved. Fails (exit 1, one line
 each) when the page throws, logs a console or network error, or any <figure> lacks an SVG with a
-non-empty box or a caption; writes a full-page PNG screenshot either way.
+non-empty box or a caption, when the file is larger than --max-bytes (a page a browser opens at once),
+or when the first screen takes longer than --max-first-screen-s to draw (first contentful paint, or the
+load event where Chromium reports no paint). Writes a full-page PNG screenshot either way.
 """
 import argparse
 import base64
@@ -114,17 +116,31 @@ FIGURES_JS = """(() => {
 })()"""
 
 
+# Milliseconds from navigation to the first contentful paint (the load event's end where none is reported).
+TIMING_JS = """JSON.stringify((() => {
+  const p = performance.getEntriesByName('first-contentful-paint')[0];
+  if (p) return p.startTime;
+  const n = performance.getEntriesByType('navigation')[0];
+  return n ? n.loadEventEnd : performance.now();
+})())"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("page")
     ap.add_argument("--screenshot", required=True)
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--max-bytes", type=int, default=1_500_000)
+    ap.add_argument("--max-first-screen-s", type=float, default=1.0)
     a = ap.parse_args()
     if not os.path.exists(a.chromium):
         print(f"render_check: no Chromium at {a.chromium} (scripts/setup.sh installs Debian's chromium)", file=sys.stderr)
         return 1
     problems = []
+    size = os.path.getsize(a.page)
+    if size > a.max_bytes:
+        problems.append(f"the page is {size} bytes, over {a.max_bytes}")
     with tempfile.TemporaryDirectory(prefix="render-check-") as profile:
         b = Browser(a.chromium, profile)
         try:
@@ -142,6 +158,10 @@ def main():
             b.wait_event("Page.loadEventFired", a.timeout)
             result = b.call("Runtime.evaluate", {"expression": FIGURES_JS, "returnByValue": True})
             page = json.loads(result["result"]["value"])
+            timing = b.call("Runtime.evaluate", {"expression": TIMING_JS, "returnByValue": True})
+            first_screen_s = json.loads(timing["result"]["value"]) / 1000
+            if first_screen_s > a.max_first_screen_s:
+                problems.append(f"the first screen took {first_screen_s:.3f} s, over {a.max_first_screen_s} s")
             shot = b.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, timeout=a.timeout)
             with open(a.screenshot, "wb") as f:
                 f.write(base64.b64decode(shot["data"]))
@@ -179,8 +199,8 @@ def main():
     if problems:  # one line last on stderr: what a caller that keeps the last line shows
         print(f"{a.page}: {len(problems)} problems: " + "; ".join(problems[:5]), file=sys.stderr)
     if not problems:
-        print(f"{a.page}: ok in Chromium ({len(page['figures'])} figures, {page['sections']} sections); "
-              f"screenshot {a.screenshot}")
+        print(f"{a.page}: ok in Chromium ({len(page['figures'])} figures, {page['sections']} sections, "
+              f"{size} bytes, first screen {first_screen_s:.3f} s); screenshot {a.screenshot}")
     return 1 if problems else 0
 
 
