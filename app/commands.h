@@ -37,6 +37,7 @@ Command add_analyze(CLI::App& app);
 Command add_report(CLI::App& app);
 Command add_twins(CLI::App& app);
 Command add_invariance(CLI::App& app);
+Command add_invariance_table(CLI::App& app);
 
 // The config the run at `run_dir` was trained with, from its manifest (out: the study directory holding
 // it), for the commands that train, replay or inspect a run again. Errors name the run or its manifest.

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "run_flags.h"
 #include "saddlescope/base/text.h"
+#include "saddlescope/reports/invariance.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/invariance.h"
@@ -101,6 +102,28 @@ Command add_invariance(CLI::App& app) {
       Status st = store::write_file_atomic(*json, trainer::to_json(*r).dump(2) + "\n");
       if (!st.ok()) return fail("--json: " + st.message());
     }
+    return 0;
+  };
+  return {sub, run};
+}
+
+Command add_invariance_table(CLI::App& app) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto json = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand(
+      "invariance-table", "One Markdown table row per `invariance --json` result: invariant, differences, first op, time");
+  sub->add_option("files", *files, "Results named MODEL-DEVICE-CONFIG.json; times compare with the first of a model")
+      ->required();
+  sub->add_option("--json", *json, "Also write the rows' numbers (times in ms, the ratios) as JSON to this file");
+  sub->footer("Example: saddlescope invariance-table out/autoencoder-cpu-t1.json out/autoencoder-cpu-tall.json > table.md");
+  auto run = [files, json]() -> int {
+    auto rows = reports::read_invariance(*files);
+    if (!rows) return fail(rows.status().message());
+    if (!json->empty()) {
+      Status st = store::write_file_atomic(*json, reports::invariance_json(*rows));
+      if (!st.ok()) return fail("--json: " + st.message());
+    }
+    fmt::print("{}", reports::invariance_markdown(*rows));
     return 0;
   };
   return {sub, run};

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
                                                 saddlescope::toolkit_commit()),
                        "Print the version and the commit it was built from, and exit");
   std::vector<Command> commands;
-  for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_replay, add_twins, add_invariance, add_ops, add_reference, add_data, add_store, add_study, add_analyze, add_report, add_env}) commands.push_back(add(app));
+  for (auto add : {add_train, add_repeatability, add_diverge, add_curvature, add_replay, add_twins, add_invariance, add_invariance_table, add_ops, add_reference, add_data, add_store, add_study, add_analyze, add_report, add_env}) commands.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
