@@ -28,6 +28,17 @@ std::string esc(const std::string& s) {
 }
 std::string esc(const json& v) { return esc(show(v)); }
 
+// Markdown's `code` spans of an escaped text as <code> elements.
+std::string code_spans(const std::string& s) {
+  std::string out;
+  bool open = false;
+  for (char c : s) {
+    if (c != '`') out += c;
+    else out += (open = !open) ? "<code>" : "</code>";
+  }
+  return open ? out + "</code>" : out;
+}
+
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
   return s;
@@ -417,6 +428,31 @@ struct Page {
     figures("symmetry");
     add("</section>\n");
   }
+
+  void invariance() {
+    const json& rows_in = m.at("invariance").at("rows");
+    add("<section id=\"invariance\">\n<h2>8. Batch invariance</h2>\n");
+    if (rows_in.empty()) {
+      p("Not measured: <code>saddlescope invariance ... --json STUDY/invariance/MODEL-DEVICE-CONFIG.json</code> puts "
+        "a model's result here (docs/batch-invariance.md).", "note");
+      return add("</section>\n");
+    }
+    p("Each example predicted alone and inside batches of other examples: whether every example kept its bits in "
+      "every case (batch size × position), the largest differences, the first op whose output differed and whether "
+      "it stayed within its float32 rounding bound, and the time of one evaluation at the largest batch.");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : rows_in)
+      rows.push_back({esc(r.at("model")), esc(r.at("device")), esc(r.at("config")), r.at("invariant") ? "yes" : "no",
+                      esc(r.at("cases_equal")) + "/" + esc(r.at("cases")), esc(r.at("max_ulp")), esc(r.at("max_relative")),
+                      esc(r.at("input_grad_max_relative")),
+                      r.at("first_ops").get<std::string>().empty() ? "—" : code_spans(esc(r.at("first_ops").get<std::string>())),
+                      esc(r.at("batch")) + ": " + esc(r.at("ms").at("median")), esc(r.at("time_ratio"))});
+    table({"model", "device", "config", "batch-invariant", "cases equal", "max ULP", "max relative",
+           "input gradient max relative", "first op that differs (cases)", "ms per evaluation at batch",
+           "time vs first config"},
+          rows);
+    add("</section>\n");
+  }
 };
 
 }  // namespace
@@ -436,7 +472,7 @@ std::string render_html(const json& m, const std::map<std::string, std::string>&
          "meta");
   page.add("<nav><a href=\"#verdict\">1 Verdict</a><a href=\"#setup\">2 Setup</a><a href=\"#loss\">3 Loss</a>"
            "<a href=\"#saddles\">4 Saddles</a><a href=\"#rounding\">5 Rounding</a><a href=\"#divergence\">6 Divergence</a>"
-           "<a href=\"#symmetry\">7 Symmetry</a></nav>\n</header>\n<main>\n");
+           "<a href=\"#symmetry\">7 Symmetry</a><a href=\"#invariance\">8 Invariance</a></nav>\n</header>\n<main>\n");
   page.verdict();
   page.setup();
   page.loss();
@@ -444,6 +480,7 @@ std::string render_html(const json& m, const std::map<std::string, std::string>&
   page.rounding();
   page.divergence();
   page.symmetry();
+  page.invariance();
   page.add("</main>\n</body>\n</html>\n");
   return page.out;
 }

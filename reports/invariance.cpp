@@ -1,8 +1,11 @@
 // The batch-invariance table: one row per `saddlescope invariance --json` result.
 #include "saddlescope/reports/invariance.h"
 
+#include "model.h"
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -124,7 +127,7 @@ std::string invariance_markdown(const std::vector<InvarianceRow>& rows) {
   return out;
 }
 
-std::string invariance_json(const std::vector<InvarianceRow>& rows) {
+json invariance_rows(const std::vector<InvarianceRow>& rows) {
   json out = json::array();
   for (const auto& r : rows)
     out.push_back({{"model", r.model}, {"device", r.device}, {"config", r.config}, {"invariant", r.invariant},
@@ -132,10 +135,27 @@ std::string invariance_json(const std::vector<InvarianceRow>& rows) {
                    {"max_relative", number(r.max_relative)},
                    {"input_grad_max_relative",
                     r.input_grad_max_relative ? number(*r.input_grad_max_relative) : json(nullptr)},
-                   {"batch", r.batch},
+                   {"first_ops", r.first_ops}, {"batch", r.batch},
                    {"ms", {{"min", number(r.ms_min)}, {"median", number(r.ms_median)}, {"max", number(r.ms_max)}}},
                    {"time_ratio", number(r.time_ratio)}});
-  return out.dump(1) + "\n";
+  return out;
+}
+
+std::string invariance_json(const std::vector<InvarianceRow>& rows) { return invariance_rows(rows).dump(1) + "\n"; }
+
+Result<json> invariance_model(const std::string& study_dir) {
+  const std::string dir = study_dir + "/invariance";
+  std::vector<std::string> paths;
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".json" && e.is_regular_file()) paths.push_back(e.path().string());
+    if (ec) return Status::Error(dir + ": cannot list: " + ec.message());
+  }
+  std::sort(paths.begin(), paths.end());
+  auto rows = read_invariance(paths);
+  if (!rows) return rows.status();
+  return json{{"rows", invariance_rows(*rows)}};
 }
 
 }  // namespace saddlescope::reports

@@ -152,6 +152,21 @@ std::string render_markdown(const json& m) {
   s += rows.empty() ? "Not probed.\n\n"
                     : table({"config", "seed", "layer", "identical pairs at start", "at end", "broke at step"}, rows);
   s += figures(m, "symmetry");
+
+  s += "## 8. Batch invariance\n\n";
+  rows.clear();
+  for (const auto& r : m.at("invariance").at("rows"))
+    rows.push_back({cell(r.at("model")), cell(r.at("device")), cell(r.at("config")), r.at("invariant") ? "yes" : "no",
+                    cell(r.at("cases_equal")) + "/" + cell(r.at("cases")), cell(r.at("max_ulp")),
+                    cell(r.at("max_relative")), cell(r.at("input_grad_max_relative")),
+                    r.at("first_ops").get<std::string>().empty() ? "—" : cell(r.at("first_ops").get<std::string>()),
+                    cell(r.at("batch")) + ": " + cell(r.at("ms").at("median")), cell(r.at("time_ratio"))});
+  s += rows.empty() ? "Not measured: `saddlescope invariance ... --json STUDY/invariance/MODEL-DEVICE-CONFIG.json` "
+                      "puts a model's result here.\n"
+                    : table({"model", "device", "config", "batch-invariant", "cases equal", "max ULP", "max relative",
+                             "input gradient max relative", "first op that differs (cases)",
+                             "ms per evaluation at batch", "time vs first config"},
+                            rows);
   return s;
 }
 

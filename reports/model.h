@@ -12,6 +12,7 @@
 
 #include "figure.h"
 #include "saddlescope/base/status.h"
+#include "saddlescope/reports/invariance.h"
 #include "saddlescope/reports/report.h"
 #include "saddlescope/store/json_input.h"
 #include "saddlescope/store/manifest.h"
@@ -52,6 +53,12 @@ nlohmann::json build_model(const StudyData& study);
 // The figures the study's data allow, in report order; sections without data get none (the model says
 // why). Their names and captions are added to model["figures"].
 std::vector<Figure> build_figures(const StudyData& study, nlohmann::json& model);
+
+// The report's batch-invariance section: the rows of <study>/invariance/*.json (`saddlescope invariance
+// --json`), in file-name order; empty when the study has none. Errors name the file that does not read.
+Result<nlohmann::json> invariance_model(const std::string& study_dir);
+// InvarianceRows as report.json and the table's JSON hold them.
+nlohmann::json invariance_rows(const std::vector<InvarianceRow>& rows);
 
 // index.html: one self-contained page. `svgs`: figure name -> its SVG document as gnuplot wrote it.
 std::string render_html(const nlohmann::json& model, const std::map<std::string, std::string>& svgs);

@@ -22,6 +22,9 @@ Result<ReportResult> write_report_or_throw(const std::string& study_dir, const R
   auto study = load_study(study_dir, options);
   if (!study) return study.status();
   nlohmann::json model = build_model(*study);
+  auto invariance = invariance_model(study_dir);
+  if (!invariance) return invariance.status();
+  model["invariance"] = std::move(*invariance);
   std::vector<Figure> figures = build_figures(*study, model);
 
   auto dir = store::AtomicDir::begin(study_dir + "/report");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The batch-invariance table (docs/results/batch-invariance/): `saddlescope invariance` on the seed
 # study's autoencoder, its PredNet and the transformer example, under every execution config of DEVICE,
-# one JSON per (model, config) in OUT, then OUT/table.md (scripts/invariance_table.py).
+# one JSON per (model, config) in OUT, then OUT/table.md (saddlescope invariance-table).
 #   scripts/batch-invariance.sh cpu|cuda OUT [MODELS...]     MODELS: autoencoder prednet transformer
 # $SADDLESCOPE names the binary (default ./build/saddlescope); $PYTHON the Python with torch that
 # scripts the transformer (default python3). The MNIST cache must be in data/ (saddlescope data fetch).
@@ -44,5 +44,5 @@ for model in $models; do
   done
 done
 rm -f "$out/table.json"
-"$py" scripts/invariance_table.py --json "$out/table.json" "$out"/*-*-*.json > "$out/table.md"
+"$s" invariance-table --json "$out/table.json" "$out"/*-*-*.json > "$out/table.md"
 cat "$out/table.md"

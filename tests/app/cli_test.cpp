@@ -392,6 +392,28 @@ TEST(Cli, InvarianceOfABatch) {
   const std::string missing = dir.file("no-such-dir/inv.json");
   expect_error("invariance" + data + " --json " + missing, "--json: " + dir.file("no-such-dir") + ": no such directory");
   EXPECT_FALSE(fs::exists(missing));
+
+  // The table of results (saddlescope invariance-table): a row per file, named MODEL-DEVICE-CONFIG.json.
+  fs::copy_file(dir.file("inv.json"), dir.file("autoencoder-cpu-t1.json"));
+  Output t = run("invariance-table " + dir.file("autoencoder-cpu-t1.json") + " --json " + dir.file("table.json"));
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("| autoencoder | cpu | t1 | "), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find(" | 4: "), std::string::npos) << "the largest batch's time: " << t.text;
+  EXPECT_NE(t.text.find(" | 1.00 |\n"), std::string::npos) << "the first config is its own 1.00: " << t.text;
+  std::ifstream tj(dir.file("table.json"));
+  const nlohmann::json table = nlohmann::json::parse(tj);
+  ASSERT_EQ(table.size(), 1u);
+  EXPECT_EQ(table[0]["cases"], 4);
+  EXPECT_EQ(table[0]["batch"], 4);
+  EXPECT_EQ(table[0]["invariant"], j["invariant"]);
+  expect_error("invariance-table " + dir.file("none.json"),
+               dir.file("none.json") + ": cannot open for reading: No such file or directory");
+  dir.write("bad.json", "{\"cases\": [");
+  expect_error("invariance-table " + dir.file("bad.json"), dir.file("bad.json") + ": not valid JSON");
+  dir.write("other.json", "{\"model\": \"x\"}");
+  expect_error("invariance-table " + dir.file("other.json"),
+               dir.file("other.json") + ": not an invariance result (expected `cases` and `seconds`, as "
+                                        "`saddlescope invariance --json` writes)");
 }
 
 // saddlescope twins: the copies of a run's duplicated units, from its manifest or named by flags.

@@ -175,6 +175,39 @@ TEST_F(ReportCli, RepeatedLinesStayInTheCsvAndAreDrawnOnce) {
   }
 }
 
+// A study's batch-invariance results (invariance/*.json) are the report's section 8; one that does not read
+// is a one-line error naming it, and the report written before stays as it was.
+TEST_F(ReportCli, BatchInvarianceResultsAreSectionEight) {
+  const std::string inv = study_ + "/invariance";
+  fs::create_directories(inv);
+  Output i = run("invariance --model autoencoder --data mnist --threads 1 --examples 2 --batch-sizes 2,4 "
+                 "--positions first --repeats 1 --json " + inv + "/autoencoder-cpu-t1.json");
+  ASSERT_EQ(i.code, 0) << i.text;
+  Output o = run("report " + study_ + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.text;
+  const json m = read_json(study_ + "/report/report.json");
+  ASSERT_EQ(m["invariance"]["rows"].size(), 1u) << m["invariance"].dump();
+  const json& row = m["invariance"]["rows"][0];
+  EXPECT_EQ(row["model"], "autoencoder");
+  EXPECT_EQ(row["config"], "t1");
+  EXPECT_EQ(row["cases"], 2);
+  EXPECT_EQ(row["batch"], 4);
+  const json result = read_json(inv + "/autoencoder-cpu-t1.json");
+  EXPECT_EQ(row["invariant"], result["invariant"]);
+  std::ifstream page(study_ + "/report/index.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), {});
+  EXPECT_NE(html.find("<h2>8. Batch invariance</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>autoencoder</td><td>cpu</td><td>t1</td>"), std::string::npos);
+
+  std::ofstream(inv + "/broken.json") << "{\"cases\": [";
+  Output bad = run("report " + study_ + " --quiet");
+  fs::remove_all(inv);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.text, "saddlescope: " + inv + "/broken.json: not valid JSON\n");
+  const json kept = read_json(study_ + "/report/report.json");
+  EXPECT_EQ(kept["invariance"]["rows"].size(), 1u) << "the report before the error is untouched";
+}
+
 // Every number the report shows that the analysis computed is the analysis's number.
 TEST_F(ReportCli, ReportJsonNumbersAreAnalysisJsonNumbers) {
   ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
