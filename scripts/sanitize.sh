@@ -35,14 +35,16 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # Each fuzz target: its committed seeds plus what earlier runs here found (build-asan/corpus/), for
 # fuzz_seconds. A crash, a leak, a hang (-timeout) or one allocation over 512 MiB (-malloc_limit_mb)
-# is a finding: libFuzzer writes the input to build-asan/findings/ and the script fails.
+# is a finding: libFuzzer writes the input to build-asan/findings/ and the script fails. As many targets
+# run at once as there are cores (each libFuzzer process is one thread), so every target still gets its
+# fuzz_seconds of a core and the phase takes a core count's fraction of the time.
 mkdir -p build-asan/findings
 budget=(-max_total_time="$fuzz_seconds")
 if [ "$fuzz_seconds" = 0 ]; then budget=(-runs=0); fi  # libFuzzer reads max_total_time=0 as no limit
-failed=()
-for target in $(ls fuzz/corpus); do
+fuzz_one() {  # fuzz_one TARGET: runs it, prints one line, leaves build-asan/findings/TARGET.failed on a finding
+  local target=$1 log="build-asan/findings/$1.log"
+  rm -f "build-asan/findings/$target.failed"
   mkdir -p "build-asan/corpus/$target"
-  log="build-asan/findings/$target.log"
   if build-asan/fuzz/"$target" "${budget[@]}" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=512 \
        -artifact_prefix="build-asan/findings/$target-" -print_final_stats=1 \
        "build-asan/corpus/$target" "fuzz/corpus/$target" >"$log" 2>&1; then
@@ -50,7 +52,19 @@ for target in $(ls fuzz/corpus); do
     echo "fuzz $target: $runs executions in ${fuzz_seconds} s, no finding"
   else
     echo "fuzz $target: FINDING (see $log)"
-    tail -n 30 "$log"
+    touch "build-asan/findings/$target.failed"
+  fi
+}
+targets=$(ls fuzz/corpus)
+for target in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  fuzz_one "$target" &
+done
+wait
+failed=()
+for target in $targets; do
+  if [ -f "build-asan/findings/$target.failed" ]; then
+    tail -n 30 "build-asan/findings/$target.log"
     failed+=("$target")
   fi
 done
