@@ -19,6 +19,7 @@
 #include "saddlescope/analysis/divergence.h"
 #include "saddlescope/analysis/stats.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/trainer/perturbation_spec.h"
 #include "comparisons.h"
 
 namespace saddlescope::analysis {
@@ -254,14 +255,11 @@ json theory_of(const Episode& e, const Run& r, double f, int64_t params, double 
   const double lambda = std::fabs(e.lambda_min_entry), eta = e.lr_entry;
   const double r_entry = lambda > 0 ? std::fabs(e.g_dot_vmin_entry) / lambda : kNaN;
   double sigma_elem = 0;
-  if (r.perturbation.is_string()) {
-    const std::string p = r.perturbation.get<std::string>();
-    if (p.rfind("gaussian:", 0) == 0) {
-      const double sigma = std::strtod(p.c_str() + 9, nullptr);
-      const bool absolute = p.find(":absolute") != std::string::npos;
-      sigma_elem = absolute ? sigma : params > 0 ? sigma * e.batch_grad_norm_entry / std::sqrt(double(params)) : kNaN;
-    }
-  }
+  if (r.perturbation.is_string())
+    if (auto p = trainer::parse_perturbation(r.perturbation.get<std::string>()); p && p->kind == "gaussian")
+      sigma_elem = p->absolute ? p->sigma
+                   : params > 0 ? p->sigma * e.batch_grad_norm_entry / std::sqrt(static_cast<double>(params))
+                                : kNaN;
   const double r_perturbation = eta * sigma_elem;
   const double r_rounding =
       params > 0 ? eta * rounding * e.batch_grad_norm_entry / std::sqrt(static_cast<double>(params)) : 0;

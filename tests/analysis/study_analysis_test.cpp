@@ -556,6 +556,13 @@ TEST(StudyAnalysis, TheTheoryFitReportsItsSlopeAgainstOneResidualsAndEachNoiseLe
   EXPECT_EQ(t["by_noise"][0]["n"], 2);
   EXPECT_EQ(t["by_noise"][0]["note"], "fewer than 3 points");
   EXPECT_NE(analysis_verdict(*a).find("standard errors"), std::string::npos);
+  // The injected noise's displacement per step, η·σ for absolute noise, read through the config grammar.
+  for (const auto& run : (*a)["runs"]) {
+    ASSERT_FALSE(run["episodes"].empty()) << run.dump();
+    const json& th = run["episodes"][0]["theory"];
+    const double sigma = run["seed"].get<int64_t>() < 2 ? 1e-3 : 1e-6;
+    EXPECT_DOUBLE_EQ(th["r_perturbation"].get<double>(), 0.01 * sigma) << run["seed"];
+  }
 }
 
 TEST(StudyAnalysis, BadOptionsAndStudiesAreErrors) {
