@@ -585,7 +585,7 @@ Result<Grouping> group_runs(std::vector<Run>& runs, const AnalysisOptions& o) {
   const bool by_model = out.by_model = models.size() > 1 && o.group_by.empty();
   if (by_model)
     for (Run& r : runs)
-      if (!r.group.empty()) r.group = r.model + "/" + r.group;
+      if (!r.group.empty()) r.group = study_group(r.model, r.group, true);
   for (const Run& r : runs) {
     if (!r.analysed()) continue;
     Group& g = groups[r.group];
@@ -611,7 +611,7 @@ Result<Grouping> group_runs(std::vector<Run>& runs, const AnalysisOptions& o) {
   // The baseline of each model: the group named --baseline, or in a study of several models each
   // model's group of that config.
   auto is_baseline = [&](const Group& g) {
-    return g.name == o.baseline || (by_model && g.name == g.model + "/" + o.baseline);
+    return g.name == o.baseline || (by_model && g.name == study_group(g.model, o.baseline, true));
   };
   if (!o.baseline.empty() && std::none_of(groups.begin(), groups.end(), [&](const auto& kv) { return is_baseline(kv.second); })) {
     std::string known;

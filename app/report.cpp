@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "saddlescope/base/process.h"
+#include "saddlescope/analysis/study_analysis.h"
 #include "saddlescope/base/progress.h"
 #include "saddlescope/reports/report.h"
 #include "saddlescope/store/files.h"
@@ -37,7 +38,7 @@ std::vector<reports::PlannedRun> plan_of(const std::string& dir, std::vector<std
       state = "not run yet";
       if (run.cuda()) note = "a CUDA run: study run skips it on a host without a GPU";
     }
-    plan.push_back({run.run_id, run.label(), models.size() > 1 ? run.model + "/" + run.config : run.config, run.seed,
+    plan.push_back({run.run_id, run.label(), analysis::study_group(run.model, run.config, models.size() > 1), run.seed,
                     state, note});
   }
   return plan;

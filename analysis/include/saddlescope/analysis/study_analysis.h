@@ -56,6 +56,13 @@ using Replayer = std::function<Result<std::vector<store::OpRow>>(const std::stri
 using CurvatureAt = std::function<Result<store::CurvatureRow>(const std::string& run_dir, int64_t step,
                                                               const std::string& spec)>;
 
+// The group a run of a study belongs to: its config, or "model/config" when the study has runs of
+// several models (one config's runs of two models are not one sample). The analysis and the report's
+// plan of runs both name groups through this.
+inline std::string study_group(const std::string& model, const std::string& config, bool several_models) {
+  return several_models ? model + "/" + config : config;
+}
+
 // Analyses <study_dir>/runs/*. Runs that cannot be analysed (not completed or diverged, unreadable or
 // foreign files, no curvature probe) are listed with the reason and left out of the statistics; the
 // analysis itself fails only for a study directory without runs, or bad options (a group_by key no run
