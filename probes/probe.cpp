@@ -243,7 +243,90 @@ class SymmetryProbe : public Probe {
   store::TableWriter<store::SymmetryRow> csv_;
 };
 
+// Rounding against SGD's own noise at one step, on the probe examples: the run's-dtype gradient on B
+// examples against the same gradient in float64 from the same parameters (the arithmetic's
+// perturbation), the spread of k per-example gradients scaled to a batch of B drawn from N (the
+// sampling noise SGD injects), and one draw of the run's gradient perturbation.
+class NoiseProbe : public Probe {
+ public:
+  NoiseProbe(ProbeSpec spec, store::TableWriter<store::NoiseRow> csv) : spec_(std::move(spec)), csv_(std::move(csv)) {}
+  bool due(int64_t step) const override { return spec_.due(step); }
+
+  Status run(int64_t step, const ModelView& model) override {
+    const Clock::time_point t0 = Clock::now();
+    store::NoiseRow row;
+    row.step = step;
+    row.batch = std::min(spec_.get_int("sgd_batch") > 0 ? spec_.get_int("sgd_batch") : model.batch_size,
+                         model.probe_examples);
+    row.examples = std::min(spec_.get_int("k"), model.probe_examples);
+    if (row.batch < 1 || row.examples < 2 || !model.probe_loss_range)
+      return Status::Error(fmt::format("probe '{}': needs a batch and at least 2 probe examples (has {})", spec_.text,
+                                       model.probe_examples));
+    const at::Tensor g32 = flat_gradient(model.probe_loss(row.batch), model.params);
+    if (model.float64) {
+      auto [params64, loss64] = model.float64(row.batch);
+      const at::Tensor g64 = flat_gradient(loss64(), params64);
+      row.grad_norm = g64.norm().item<double>();
+      row.rounding_norm = (g32.to(at::kDouble) - g64).norm().item<double>();
+      row.rounding_relative = row.grad_norm > 0 ? row.rounding_norm / row.grad_norm : kNaN;
+    } else {
+      row.grad_norm = g32.norm().item<double>(), row.rounding_norm = row.rounding_relative = kNaN;
+    }
+    at::Tensor sum;
+    double squares = 0;
+    for (int64_t i = 0; i < row.examples; ++i) {
+      const at::Tensor gi = flat_gradient(model.probe_loss_range(i, 1), model.params).to(at::kDouble);
+      squares += gi.dot(gi).item<double>();
+      sum = sum.defined() ? sum + gi : gi;
+    }
+    row.sampling_norm = sampling_noise(squares, sum.dot(sum).item<double>(), row.examples, row.batch,
+                                       model.train_examples);
+    row.ratio = row.rounding_norm / row.sampling_norm;  // inf or NaN where sampling noise is 0: said so
+    if (model.gradient_noise) {
+      std::vector<at::Tensor> grads;
+      int64_t offset = 0;
+      for (const auto& p : model.params) {
+        grads.push_back(g32.narrow(0, offset, p.numel()).view(p.sizes()));
+        offset += p.numel();
+      }
+      double norm2 = 0;
+      for (const auto& d : model.gradient_noise(grads, static_cast<uint64_t>(spec_.get_int("seed")) * 1000003u +
+                                                           static_cast<uint64_t>(step)))
+        norm2 += d.to(at::kDouble).pow(2).sum().item<double>();
+      row.perturbation_norm = std::sqrt(norm2);
+    }
+    row.probe_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    csv_.append(row);
+    return csv_.flush();
+  }
+
+ private:
+  static at::Tensor flat_gradient(const at::Tensor& loss, const std::vector<at::Tensor>& params) {
+    std::vector<at::Tensor> g = torch::autograd::grad({loss}, params, {}, /*retain_graph=*/false,
+                                                      /*create_graph=*/false, /*allow_unused=*/true);
+    for (size_t i = 0; i < g.size(); ++i)
+      g[i] = g[i].defined() ? g[i].detach().reshape({-1}) : torch::zeros({params[i].numel()}, params[i].options());
+    return torch::cat(g);
+  }
+
+  ProbeSpec spec_;
+  store::TableWriter<store::NoiseRow> csv_;
+};
+
 }  // namespace
+
+double sampling_noise(double sum_of_squares, double squared_norm_of_sum, int64_t k, int64_t batch,
+                      int64_t population) {
+  if (k < 2 || batch < 1) return kNaN;
+  // tr Σ = Σ‖g_i − ḡ‖²/(k − 1) = (Σ‖g_i‖² − ‖Σ g_i‖²/k)/(k − 1); rounding can make it a hair negative.
+  const double trace = std::max(0.0, (sum_of_squares - squared_norm_of_sum / static_cast<double>(k)) /
+                                         static_cast<double>(k - 1));
+  // A batch of B drawn without replacement from N: the mean's covariance is Σ/B · (N − B)/(N − 1).
+  const double fpc = population <= 0 ? 1.0
+                     : population <= batch ? 0.0
+                                           : static_cast<double>(population - batch) / static_cast<double>(population - 1);
+  return std::sqrt(trace / static_cast<double>(batch) * fpc);
+}
 
 ProbeSet::ProbeSet() = default;
 ProbeSet::ProbeSet(ProbeSet&&) noexcept = default;
@@ -279,6 +362,10 @@ Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n
       auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
       if (!csv) return csv.status();
       set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
+    } else if (spec.name == "noise") {
+      auto csv = store::TableWriter<store::NoiseRow>::open(run_dir, store::kNoise, resume_from);
+      if (!csv) return csv.status();
+      set.probes_.push_back(std::make_unique<NoiseProbe>(spec, std::move(*csv)));
     }
   }
   return set;
@@ -298,6 +385,7 @@ std::map<std::string, int> ProbeSet::files(const std::vector<ProbeSpec>& specs) 
       f[store::kCurvatureEigen.file] = store::kCurvatureEigen.version;
     }
     if (spec.name == "symmetry") f[store::kSymmetry.file] = store::kSymmetry.version;
+    if (spec.name == "noise") f[store::kNoise.file] = store::kNoise.version;
   }
   return f;
 }

@@ -31,6 +31,13 @@ const Table<SymmetryRow> kSymmetry{"symmetry.csv", 1,
      {"min_relative_distance", &SymmetryRow::min_relative_distance}, {"closest_a", &SymmetryRow::closest_a},
      {"closest_b", &SymmetryRow::closest_b}}};
 
+const Table<NoiseRow> kNoise{"noise.csv", 1,
+    {{"step", &NoiseRow::step}, {"batch", &NoiseRow::batch}, {"examples", &NoiseRow::examples},
+     {"grad_norm", &NoiseRow::grad_norm}, {"rounding_norm", &NoiseRow::rounding_norm},
+     {"rounding_relative", &NoiseRow::rounding_relative}, {"sampling_norm", &NoiseRow::sampling_norm},
+     {"ratio", &NoiseRow::ratio}, {"perturbation_norm", &NoiseRow::perturbation_norm},
+     {"probe_s", &NoiseRow::probe_s}}};
+
 const Table<OpRow> kOps{"ops.csv", 1,
     {{"step", &OpRow::step}, {"op", &OpRow::op}, {"phase", &OpRow::phase}, {"index", &OpRow::index},
      {"observed", &OpRow::observed}, {"exact", &OpRow::exact}, {"ulp_error", &OpRow::ulp_error},

@@ -71,20 +71,35 @@ torch::Tensor Perturber::batch(const torch::Tensor& x) {
   return x.index_select(0, order);
 }
 
-void Perturber::gradients(const std::vector<torch::Tensor>& params) {
-  if (p_.kind != "gaussian") return;
+std::vector<torch::Tensor> gaussian_noise(const Perturbation& p, const std::vector<torch::Tensor>& grads,
+                                          at::Generator& gen) {
+  std::vector<torch::Tensor> noise;
+  if (p.kind != "gaussian") return noise;
   torch::NoGradGuard no_grad;
   torch::Tensor scale;  // per-element standard deviation of the noise, or its global value
-  if (!p_.elementwise && !p_.absolute) {
+  if (!p.elementwise && !p.absolute) {
     int64_t n = 0;
-    for (const auto& p : params) n += p.numel();
-    scale = global_grad_norm(params) * (p_.sigma / std::sqrt(static_cast<double>(n)));
+    std::vector<torch::Tensor> squares;
+    for (const auto& g : grads) {
+      n += g.numel();
+      squares.push_back(g.pow(2).sum());
+    }
+    scale = torch::stack(squares).sum().sqrt() * (p.sigma / std::sqrt(static_cast<double>(n)));
   }
-  for (const auto& p : params) {
-    torch::Tensor z = torch::randn(p.sizes(), gen_, torch::TensorOptions().dtype(p.scalar_type())).to(p.device());
-    torch::Tensor g = p.grad();
-    g.add_(p_.elementwise ? z * g.abs() * p_.sigma : p_.absolute ? z * p_.sigma : z * scale);
+  for (const auto& g : grads) {
+    torch::Tensor z = torch::randn(g.sizes(), gen, torch::TensorOptions().dtype(g.scalar_type())).to(g.device());
+    noise.push_back(p.elementwise ? z * g.abs() * p.sigma : p.absolute ? z * p.sigma : z * scale);
   }
+  return noise;
+}
+
+void Perturber::gradients(const std::vector<torch::Tensor>& params) {
+  if (p_.kind != "gaussian") return;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) grads.push_back(p.grad());
+  std::vector<torch::Tensor> noise = gaussian_noise(p_, grads, gen_);
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < grads.size(); ++i) grads[i].add_(noise[i]);
 }
 
 void Perturber::step(DeviceOptimizer& opt, const std::vector<torch::Tensor>& params) {

@@ -95,7 +95,9 @@ Status train_loop(Loop& L, TrainResult* result) {
   NamedTensors named = L.model->module().named_parameters();
 
   Batches batches(L.data, static_cast<uint64_t>(cfg.data_seed), device, dtype);
-  probes::ModelView view = model_view(L.model, batches.probe_set(L.probe_examples));
+  probes::ModelView view =
+      model_view(L.model, batches.probe_set(L.probe_examples),
+                 {cfg.batch_size, L.data.sequences ? 0 : L.data.train.size(0), cfg.perturbation});
   auto snapshot_due = [&](int64_t step) {
     return step == 0 || (cfg.snapshot_every > 0 && step % cfg.snapshot_every == 0);
   };
@@ -310,7 +312,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   }
   int64_t resume_from = checkpoint ? checkpoint->step : -1;
 
-  int64_t probe_asked = probe_examples_needed(specs);
+  int64_t probe_asked = probe_examples_needed(specs, cfg.batch_size);
   int64_t probe_used = probe_set_size(*data, probe_asked);
   store::RunManifest manifest = new_manifest(cfg, run_id, *data, *applied, perturbed, specs, probe_asked, probe_used);
   if (previous) {

@@ -45,7 +45,8 @@ TEST(ProbeRun, CurvatureRowsAndNoEffectOnTheTrajectory) {
   RunConfig cfg = small_config(dir, write_pixels(dir));
   std::string plain = run(cfg, {});
   cfg.out = dir.file("probed");
-  std::string probed = run(cfg, {"curvature:every=50,k=2,batch=64,trace=10", "symmetry:every=75"});
+  std::string probed =
+      run(cfg, {"curvature:every=50,k=2,batch=64,trace=10", "symmetry:every=75", "noise:every=50,k=4"});
 
   auto d = analysis::diverge(plain, probed);
   ASSERT_TRUE(d.ok()) << d.status().message();
@@ -69,6 +70,9 @@ TEST(ProbeRun, CurvatureRowsAndNoEffectOnTheTrajectory) {
   EXPECT_EQ(lines.size(), 1u + 3 * 4);  // header + 3 steps x (2 smallest + 2 largest)
   auto sym = testing::read_lines(probed + "/symmetry.csv");
   EXPECT_EQ(sym.size(), 1u + 2 * 4);  // steps 0 and 75, four layers each
+  store::CsvTable n = table(probed + "/noise.csv");
+  EXPECT_EQ(n.columns, store::kNoise.names());
+  EXPECT_EQ(n.rows.size(), 3u);  // steps 0, 50, 100
 }
 
 TEST(ProbeRun, DuplicatedUnitsStayIdenticalOnTheCpuUntilNoiseBreaksThem) {
@@ -191,6 +195,72 @@ TEST(ProbeRun, ARunThatBlowsUpBeforeAProbeIsDivergedNotFailed) {
   }
 }
 
+// The noise probe (issue 36) on the linear network at its saddle, the origin, with the whole training set
+// as the batch: the gradient there is exactly 0 in float32 and float64 alike (every product has a zero
+// factor), so the rounding perturbation is exactly 0, and a full batch has no sampling noise. With
+// gaussian:σ:absolute its draw of the injected noise is σ√d within 10% (d = 48 parameters). At batch 16
+// of 256 the sampling noise is positive and the rounding perturbation of float32's order.
+TEST(ProbeRun, TheNoiseProbeAtTheLinearSaddleAndAwayFromIt) {
+  testing::TempDir dir;
+  auto noise_rows = [&](const std::vector<std::pair<std::string, std::string>>& extra) {
+    ConfigBuilder b;
+    std::vector<std::pair<std::string, std::string>> flags = {
+        {"model", "linear"}, {"linear_hidden", "2"}, {"data", "teacher"}, {"teacher_noise", "0.1"},
+        {"optimizer", "sgd"}, {"lr", "0.01"}, {"steps", "20"}, {"threads", "1"},
+        {"probe", "noise:every=10,k=8"}, {"out", dir.file("noise")}};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    for (auto [k, v] : flags) EXPECT_TRUE(b.set_flag(k, v).ok()) << k;
+    auto cfg = b.resolve();
+    EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+    auto r = train(*cfg, {false, nullptr});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    auto run = store::RunDir::open(r->run_dir);
+    EXPECT_TRUE(run.ok());
+    EXPECT_EQ(run->manifest().files.count(store::kNoise.file), 1u) << "the manifest lists noise.csv";
+    auto rows = run->noise();
+    EXPECT_TRUE(rows.ok()) << rows.status().message();
+    return rows.ok() ? *rows : std::vector<store::NoiseRow>{};
+  };
+  const std::vector<std::pair<std::string, std::string>> saddle = {{"init", "zero"}, {"batch_size", "256"}};
+  auto at_origin = noise_rows(saddle);
+  ASSERT_EQ(at_origin.size(), 2u);  // steps 0 and 10
+  for (const auto& row : at_origin) {
+    EXPECT_EQ(row.batch, 256);
+    EXPECT_EQ(row.examples, 8);
+    EXPECT_EQ(row.grad_norm, 0.0);
+    EXPECT_EQ(row.rounding_norm, 0.0) << "step " << row.step;
+    EXPECT_EQ(row.sampling_norm, 0.0) << "a full batch has no sampling noise";
+    EXPECT_TRUE(std::isnan(row.ratio));
+    EXPECT_EQ(row.perturbation_norm, 0.0);
+  }
+  auto noisy = saddle;
+  noisy.push_back({"perturbation", "gaussian:1e-3:absolute"});
+  auto injected = noise_rows(noisy);
+  ASSERT_EQ(injected.size(), 2u);
+  for (const auto& row : injected) EXPECT_NEAR(row.perturbation_norm, 1e-3 * std::sqrt(48.0), 0.1e-3 * std::sqrt(48.0));
+  EXPECT_EQ(injected[0].rounding_norm, 0.0) << "at the origin before any noise moved it";
+
+  auto sgd = noise_rows({{"init_scale", "0.1"}, {"batch_size", "16"}});
+  ASSERT_EQ(sgd.size(), 2u);
+  for (const auto& row : sgd) {
+    EXPECT_EQ(row.batch, 16);
+    EXPECT_GT(row.sampling_norm, 0);
+    EXPECT_GT(row.rounding_norm, 0);
+    EXPECT_LT(row.rounding_relative, 1e-5) << "float32 against float64 on one gradient";
+    EXPECT_DOUBLE_EQ(row.ratio, row.rounding_norm / row.sampling_norm);
+  }
+}
+
+// SGD's sampling noise from per-example gradients, against its formula worked by hand: the gradients
+// (1, 0), (3, 0), (2, 3) have mean (2, 1) and squared deviations 2, 2, 4: tr Σ = 8/2 = 4.
+TEST(NoiseProbe, SamplingNoiseIsTheCovarianceTraceOverTheBatch) {
+  const double squares = 1 + 9 + 13, sum2 = 6 * 6 + 3 * 3;
+  EXPECT_DOUBLE_EQ(probes::sampling_noise(squares, sum2, 3, 4, 0), std::sqrt(4.0 / 4));      // unbounded data
+  EXPECT_DOUBLE_EQ(probes::sampling_noise(squares, sum2, 3, 4, 9), std::sqrt(4.0 / 4 * 5 / 8));  // 4 of 9
+  EXPECT_EQ(probes::sampling_noise(squares, sum2, 3, 9, 9), 0.0) << "the whole set: no sampling noise";
+  EXPECT_TRUE(std::isnan(probes::sampling_noise(1, 1, 1, 4, 0))) << "one gradient has no spread";
+}
+
 // A probe that fails numerically on finite parameters (here a probe loss that overflows float32) is
 // recorded as a failed evaluation and the run goes on.
 TEST(ProbeRun, AProbeFailingOnFiniteParametersIsRecordedAndTheRunGoesOn) {
@@ -222,7 +292,9 @@ TEST(ProbeSpec, ErrorsSayWhatWasExpected) {
     ASSERT_FALSE(s.ok()) << text;
     EXPECT_EQ(s.status().message(), "probe '" + text + "': " + message);
   };
-  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry, ops)");
+  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry, noise, ops)");
+  expect("noise:k=1", "k must be >= 2, got 1");
+  expect("noise:sgd_batch=-1", "sgd_batch must be >= 0, got -1");
   expect("curvature:every=0", "every must be >= 1 (or give steps with at=), got 0");
   expect("curvature:k=0", "k must be >= 1, got 0");
   expect("curvature:k=two", "k must be an integer, got 'two'");

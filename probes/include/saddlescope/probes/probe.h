@@ -5,6 +5,7 @@
 //   curvature.csv       one row per curvature probe step (store::kCurvature, store/schema.h)
 //   curvature_eigen.csv the k smallest and k largest eigenpairs: step, end (min|max), index, lambda, residual
 //   symmetry.csv        one row per layer per symmetry probe step
+//   noise.csv           one row per noise probe step: rounding against SGD's sampling noise (store::kNoise)
 //   curvature/step-%08d-{vmin,vmax}-<i>.npy   eigenvectors, when vectors=true
 #pragma once
 
@@ -34,12 +35,20 @@ struct ModelView {
   // The training loss on the first `batch` examples of a fixed probe set (the same examples at every
   // probe step), as a function of `params`.
   std::function<at::Tensor(int64_t batch)> probe_loss;
+  // The same loss on probe examples [first, first + count): one example's gradient, for the noise probe.
+  std::function<at::Tensor(int64_t first, int64_t count)> probe_loss_range;
   // A float64 copy of the model with the current parameter values copied in: its parameters and its
   // loss on the same probe examples (converted to float64). Null when the model has none.
   std::function<std::pair<std::vector<at::Tensor>, LossFn>(int64_t batch)> float64;
   // The layers for the symmetry probe (weights of the live model).
   std::function<std::vector<LayerUnits>()> layers;
   int64_t probe_examples = 0;      // size of the probe set (batch is clamped to it)
+  int64_t batch_size = 0;          // the run's batch size: the noise probe's B unless its spec sets one
+  int64_t train_examples = 0;      // N, the examples SGD draws its batches from (0: unbounded, generated)
+  // One draw of the run's gradient perturbation for the gradients `grads` (one per parameter), from a
+  // generator seeded with `seed` — never the run's own stream, which stays as it was. Null when the run
+  // perturbs no gradient.
+  std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>& grads, uint64_t seed)> gradient_noise;
 };
 
 class Probe;
@@ -93,6 +102,13 @@ class ProbeSet {
   std::shared_ptr<std::vector<ProbeFailure>> failures_ = std::make_shared<std::vector<ProbeFailure>>();
   double seconds_ = 0;
 };
+
+// SGD's sampling noise at batch size `batch`: √(tr Σ / B · (N − B)/(N − 1)), with tr Σ the trace of the
+// covariance of k per-example gradients g_i given as Σ‖g_i‖² and ‖Σ g_i‖², and N = `population` the
+// examples batches are drawn from without replacement (0: unbounded, no correction; N ≤ B: 0, full
+// batch). NaN for k < 2.
+double sampling_noise(double sum_of_squares, double squared_norm_of_sum, int64_t k, int64_t batch,
+                      int64_t population);
 
 // One curvature evaluation at the current parameters (the `saddlescope curvature` command): the same
 // numbers as a curvature.csv row (same names) plus the eigenpairs, as JSON.

@@ -64,6 +64,23 @@ struct SymmetryRow {
 };
 extern const Table<SymmetryRow> kSymmetry;
 
+// noise.csv: one row per noise probe step (probes/probe.h): how large the arithmetic's perturbation of
+// the gradient is against the noise SGD itself injects at the run's batch size, on the probe examples.
+struct NoiseRow {
+  int64_t step = 0;
+  int64_t batch = 0;              // B: the SGD batch size whose sampling noise is measured
+  int64_t examples = 0;           // k: per-example gradients the spread is estimated from
+  double grad_norm = 0;           // ‖g‖₂, g the float64 gradient on the first B probe examples
+  double rounding_norm = 0;       // ‖g32 − g‖₂: the run's dtype's gradient against float64, same parameters
+  double rounding_relative = 0;   // rounding_norm / grad_norm (NaN when grad_norm is 0)
+  double sampling_norm = 0;       // √(tr Σ / B · (N − B)/(N − 1)): SGD's mini-batch noise, Σ the per-example
+                                  // gradients' covariance (from k), N the training examples
+  double ratio = 0;               // rounding_norm / sampling_norm (inf: no sampling noise; NaN: neither)
+  double perturbation_norm = 0;   // ‖δ‖₂ of one draw of the run's gradient perturbation on g32 (0: none)
+  double probe_s = 0;             // seconds the measurement took
+};
+extern const Table<NoiseRow> kNoise;
+
 // ops.csv: one row per sampled op element (op taps, probes/op_taps.h).
 struct OpRow {
   int64_t step = 0;

@@ -25,6 +25,12 @@
 
 namespace saddlescope::trainer {
 
+// One draw of gaussian perturbation `p`'s noise for gradients `grads` (one per parameter), from `gen`:
+// what Perturber::gradients adds to the gradients, and what the noise probe measures with a generator of
+// its own. Empty unless p.kind is gaussian.
+std::vector<torch::Tensor> gaussian_noise(const Perturbation& p, const std::vector<torch::Tensor>& grads,
+                                          at::Generator& gen);
+
 class Perturber {
  public:
   explicit Perturber(const Perturbation& p);
