@@ -267,7 +267,7 @@ TEST(Cli, ProbesFromFlagsAndFile) {
 
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
   expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
-                                                       "(known: curvature, symmetry, ops)");
+                                                       "(known: curvature, symmetry, noise, ops)");
   // One evaluation takes the model's keys, not a training's: --steps, --out or --probe would be ignored.
   std::string model = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --batch-size 4";
   expect_error("curvature " + common, "--steps: not used by `saddlescope curvature` (the probe's options go in "

@@ -201,7 +201,7 @@ TEST(Catalog, NewerSchemaVersionIsRefusedAndKept) {
   auto drift = catalog_drift(study.path());
   ASSERT_FALSE(drift.ok());
   EXPECT_EQ(drift.status().message().find(want), 0u);
-  EXPECT_EQ(query_one(db, "SELECT value FROM meta WHERE key = 'version'"), "3") << "left as it was";
+  EXPECT_EQ(query_one(db, "SELECT value FROM meta WHERE key = 'version'"), "4") << "left as it was";
 
   write_foreign_catalogue(db, "UPDATE meta SET value = 'x' WHERE key = 'format'");
   Status foreign = upsert_run(study.path(), dir);
