@@ -98,13 +98,20 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
 // rather than a bug or a setting.
 bool numerical(const Status& s) { return s.message().find("non-finite") != std::string::npos; }
 
+// The curvature probe's last escape direction, for the noise probe at the same step.
+struct LatestVmin {
+  int64_t step = -1;
+  double lambda = kNaN;
+  at::Tensor vector;  // (n) unit, float64, over all parameters in ModelView::params order
+};
+
 class CurvatureProbe : public Probe {
  public:
   CurvatureProbe(ProbeSpec spec, std::string run_dir, store::TableWriter<store::CurvatureRow> csv,
                  store::TableWriter<store::CurvatureEigenRow> eigen,
-                 std::shared_ptr<std::vector<ProbeFailure>> failures)
+                 std::shared_ptr<std::vector<ProbeFailure>> failures, std::shared_ptr<LatestVmin> vmin)
       : spec_(std::move(spec)), run_dir_(std::move(run_dir)), csv_(std::move(csv)), eigen_(std::move(eigen)),
-        failures_(std::move(failures)) {}
+        failures_(std::move(failures)), vmin_(std::move(vmin)) {}
 
   // Due at the spec's steps, and at the step after one (for the Hessian-Lipschitz HVP).
   bool due(int64_t step) const override { return spec_.due(step) || (pending_ && pending_->step + 1 == step); }
@@ -120,6 +127,7 @@ class CurvatureProbe : public Probe {
     }
     if (!m) return m.status();
     SADDLESCOPE_RETURN_IF_ERROR(write_eigen(step, m->eig));
+    *vmin_ = {step, m->eig.smallest.front().lambda, m->eig.smallest.front().vector.to(at::kDouble)};
     pending_ = Pending{step, std::move(*m), std::chrono::duration<double>(Clock::now() - t0).count()};
     return Status::Ok();
   }
@@ -219,6 +227,7 @@ class CurvatureProbe : public Probe {
   store::TableWriter<store::CurvatureEigenRow> eigen_;
   std::optional<Pending> pending_;
   std::shared_ptr<std::vector<ProbeFailure>> failures_;
+  std::shared_ptr<LatestVmin> vmin_;
 };
 
 class SymmetryProbe : public Probe {
@@ -246,10 +255,12 @@ class SymmetryProbe : public Probe {
 // Rounding against SGD's own noise at one step, on the probe examples: the run's-dtype gradient on B
 // examples against the same gradient in float64 from the same parameters (the arithmetic's
 // perturbation), the spread of k per-example gradients scaled to a batch of B drawn from N (the
-// sampling noise SGD injects), and one draw of the run's gradient perturbation.
+// sampling noise SGD injects), one draw of the run's gradient perturbation, and the first two along
+// the curvature probe's v_min when it measured this step (it runs first).
 class NoiseProbe : public Probe {
  public:
-  NoiseProbe(ProbeSpec spec, store::TableWriter<store::NoiseRow> csv) : spec_(std::move(spec)), csv_(std::move(csv)) {}
+  NoiseProbe(ProbeSpec spec, store::TableWriter<store::NoiseRow> csv, std::shared_ptr<const LatestVmin> vmin)
+      : spec_(std::move(spec)), csv_(std::move(csv)), vmin_(std::move(vmin)) {}
   bool due(int64_t step) const override { return spec_.due(step); }
 
   Status run(int64_t step, const ModelView& model) override {
@@ -262,25 +273,39 @@ class NoiseProbe : public Probe {
     if (row.batch < 1 || row.examples < 2 || !model.probe_loss_range)
       return Status::Error(fmt::format("probe '{}': needs a batch and at least 2 probe examples (has {})", spec_.text,
                                        model.probe_examples));
+    const bool along = vmin_->step == step && vmin_->vector.defined();
+    row.lambda_min = along ? vmin_->lambda : kNaN;
+    const at::Tensor v = along ? vmin_->vector : at::Tensor();
     const at::Tensor g32 = flat_gradient(model.probe_loss(row.batch), model.params);
+    row.rounding_norm = row.rounding_relative = row.rounding_vmin = kNaN;
     if (model.float64) {
       auto [params64, loss64] = model.float64(row.batch);
       const at::Tensor g64 = flat_gradient(loss64(), params64);
+      const at::Tensor delta = g32.to(at::kDouble) - g64;
       row.grad_norm = g64.norm().item<double>();
-      row.rounding_norm = (g32.to(at::kDouble) - g64).norm().item<double>();
+      row.rounding_norm = delta.norm().item<double>();
       row.rounding_relative = row.grad_norm > 0 ? row.rounding_norm / row.grad_norm : kNaN;
+      if (along) row.rounding_vmin = std::fabs(delta.dot(v.to(delta.device())).item<double>());
     } else {
-      row.grad_norm = g32.norm().item<double>(), row.rounding_norm = row.rounding_relative = kNaN;
+      row.grad_norm = g32.norm().item<double>();
     }
+    // Σ‖g_i‖², ‖Σ g_i‖², and the same moments of the projections g_i·v.
     at::Tensor sum;
-    double squares = 0;
+    double squares = 0, proj_sum = 0, proj_squares = 0;
     for (int64_t i = 0; i < row.examples; ++i) {
       const at::Tensor gi = flat_gradient(model.probe_loss_range(i, 1), model.params).to(at::kDouble);
       squares += gi.dot(gi).item<double>();
       sum = sum.defined() ? sum + gi : gi;
+      if (along) {
+        const double p = gi.dot(v.to(gi.device())).item<double>();
+        proj_sum += p, proj_squares += p * p;
+      }
     }
     row.sampling_norm = sampling_noise(squares, sum.dot(sum).item<double>(), row.examples, row.batch,
                                        model.train_examples);
+    row.sampling_vmin = along ? sampling_noise(proj_squares, proj_sum * proj_sum, row.examples, row.batch,
+                                               model.train_examples)
+                              : kNaN;
     row.ratio = row.rounding_norm / row.sampling_norm;  // inf or NaN where sampling noise is 0: said so
     if (model.gradient_noise) {
       std::vector<at::Tensor> grads;
@@ -311,6 +336,7 @@ class NoiseProbe : public Probe {
 
   ProbeSpec spec_;
   store::TableWriter<store::NoiseRow> csv_;
+  std::shared_ptr<const LatestVmin> vmin_;
 };
 
 }  // namespace
@@ -350,24 +376,28 @@ Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n
                                   int64_t resume_from) {
   SADDLESCOPE_RETURN_IF_ERROR(check_probes(specs, n_params));
   ProbeSet set;
-  for (const auto& spec : specs) {
-    if (spec.name == "curvature") {
-      auto csv = store::TableWriter<store::CurvatureRow>::open(run_dir, store::kCurvature, resume_from);
-      if (!csv) return csv.status();
-      auto eigen = store::TableWriter<store::CurvatureEigenRow>::open(run_dir, store::kCurvatureEigen, resume_from);
-      if (!eigen) return eigen.status();
-      set.probes_.push_back(
-          std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen), set.failures_));
-    } else if (spec.name == "symmetry") {
-      auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
-      if (!csv) return csv.status();
-      set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
-    } else if (spec.name == "noise") {
-      auto csv = store::TableWriter<store::NoiseRow>::open(run_dir, store::kNoise, resume_from);
-      if (!csv) return csv.status();
-      set.probes_.push_back(std::make_unique<NoiseProbe>(spec, std::move(*csv)));
+  auto vmin = std::make_shared<LatestVmin>();
+  // In this order whatever the specs' order: the noise probe reads the curvature probe's v_min.
+  for (const char* name : {"curvature", "symmetry", "noise"})
+    for (const auto& spec : specs) {
+      if (spec.name != name) continue;
+      if (spec.name == "curvature") {
+        auto csv = store::TableWriter<store::CurvatureRow>::open(run_dir, store::kCurvature, resume_from);
+        if (!csv) return csv.status();
+        auto eigen = store::TableWriter<store::CurvatureEigenRow>::open(run_dir, store::kCurvatureEigen, resume_from);
+        if (!eigen) return eigen.status();
+        set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen),
+                                                               set.failures_, vmin));
+      } else if (spec.name == "symmetry") {
+        auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
+        if (!csv) return csv.status();
+        set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
+      } else {
+        auto csv = store::TableWriter<store::NoiseRow>::open(run_dir, store::kNoise, resume_from);
+        if (!csv) return csv.status();
+        set.probes_.push_back(std::make_unique<NoiseProbe>(spec, std::move(*csv), vmin));
+      }
     }
-  }
   return set;
 }
 

@@ -36,7 +36,8 @@ const Table<NoiseRow> kNoise{"noise.csv", 1,
      {"grad_norm", &NoiseRow::grad_norm}, {"rounding_norm", &NoiseRow::rounding_norm},
      {"rounding_relative", &NoiseRow::rounding_relative}, {"sampling_norm", &NoiseRow::sampling_norm},
      {"ratio", &NoiseRow::ratio}, {"perturbation_norm", &NoiseRow::perturbation_norm},
-     {"probe_s", &NoiseRow::probe_s}}};
+     {"lambda_min", &NoiseRow::lambda_min}, {"rounding_vmin", &NoiseRow::rounding_vmin},
+     {"sampling_vmin", &NoiseRow::sampling_vmin}, {"probe_s", &NoiseRow::probe_s}}};
 
 const Table<OpRow> kOps{"ops.csv", 1,
     {{"step", &OpRow::step}, {"op", &OpRow::op}, {"phase", &OpRow::phase}, {"index", &OpRow::index},

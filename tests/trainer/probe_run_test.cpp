@@ -261,6 +261,52 @@ TEST(NoiseProbe, SamplingNoiseIsTheCovarianceTraceOverTheBatch) {
   EXPECT_TRUE(std::isnan(probes::sampling_noise(1, 1, 1, 4, 0))) << "one gradient has no spread";
 }
 
+// The projections on v_min, worked by hand: per-example losses ½pᵀAp + b_iᵀp with A = diag(−1, 2) at
+// p = 0, so g_i = b_i and v_min = ±e1 (λmin = −1). b = (1, 0), (3, 0), (2, 3): first components 1, 3, 2
+// with variance 1, so at B = 3 drawn from unbounded data the sampling noise along v_min is √(1/3) and
+// in all (tr Σ = 4) √(4/3). The float64 copy's loss carries an extra cᵀp, c = (1e-3, 2e-3): the
+// "rounding" g₃₂ − g₆₄ = −c, 1e-3 along v_min. The noise spec comes first: the curvature probe still
+// runs before it.
+TEST(NoiseProbe, ProjectionsOnTheCurvatureProbesVmin) {
+  testing::TempDir dir;
+  const at::Tensor b = torch::tensor({1.0f, 0.0f, 3.0f, 0.0f, 2.0f, 3.0f}).view({3, 2});
+  const at::Tensor a = torch::tensor({-1.0f, 2.0f});
+  at::Tensor p = torch::zeros({2}).requires_grad_(true);
+  auto loss_of = [a, b](const at::Tensor& q, int64_t first, int64_t count) {
+    const at::Tensor bi = b.narrow(0, first, count).to(q.scalar_type());
+    return 0.5 * (a.to(q.scalar_type()) * q * q).sum() + (bi.matmul(q)).mean();
+  };
+  probes::ModelView view;
+  view.params = {p};
+  view.probe_loss = [=](int64_t batch) { return loss_of(p, 0, batch); };
+  view.probe_loss_range = [=](int64_t first, int64_t count) { return loss_of(p, first, count); };
+  view.float64 = [=](int64_t batch) {
+    at::Tensor q = p.detach().to(at::kDouble).requires_grad_(true);
+    const at::Tensor c = torch::tensor({1e-3, 2e-3}, at::kDouble);
+    return std::make_pair(std::vector<at::Tensor>{q}, probes::LossFn([=] { return loss_of(q, 0, batch) + c.dot(q); }));
+  };
+  view.probe_examples = 3;
+  view.batch_size = 3;
+  std::vector<probes::ProbeSpec> specs = {*probes::parse_probe_spec("noise:every=10,k=3"),
+                                          *probes::parse_probe_spec("curvature:every=20,k=1")};
+  auto set = probes::ProbeSet::create(specs, 2, dir.path());
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  for (int64_t step : {0, 10}) ASSERT_TRUE(set->run(step, view).ok());
+  ASSERT_TRUE(set->finish().ok());
+  auto rows = store::read_table(dir.path(), store::kNoise);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 2u);
+  const store::NoiseRow& r = (*rows)[0];
+  EXPECT_NEAR(r.lambda_min, -1.0, 1e-6);
+  EXPECT_NEAR(r.rounding_norm, std::sqrt(5e-6), 1e-9);
+  EXPECT_NEAR(r.rounding_vmin, 1e-3, 1e-9);
+  EXPECT_NEAR(r.sampling_norm, std::sqrt(4.0 / 3), 1e-6);
+  EXPECT_NEAR(r.sampling_vmin, std::sqrt(1.0 / 3), 1e-6);
+  const store::NoiseRow& off = (*rows)[1];  // step 10: no curvature probe there
+  EXPECT_TRUE(std::isnan(off.lambda_min) && std::isnan(off.rounding_vmin) && std::isnan(off.sampling_vmin));
+  EXPECT_NEAR(off.sampling_norm, r.sampling_norm, 1e-12);
+}
+
 // A probe that fails numerically on finite parameters (here a probe loss that overflows float32) is
 // recorded as a failed evaluation and the run goes on.
 TEST(ProbeRun, AProbeFailingOnFiniteParametersIsRecordedAndTheRunGoesOn) {

@@ -9,7 +9,11 @@
 //              float64 copy of the model, trace (0) Hutchinson samples, slq (0) SLQ probes,
 //              slq_steps (40), vectors (false) save eigenvectors as .npy, seed (0)
 //   symmetry   every (100), at
-//   ops        every (100), at, k (8) output elements (and weight elements) sampled per op and tap step,
+//   noise      every (1000), at, sgd_batch (0: the run's batch size) B whose sampling noise is measured,
+//              k (32, at least 2) per-example gradients it is estimated from, seed (0) for the draw of
+//              the run's gradient perturbation; the rounding is the run's gradient against float64
+//              on B probe examples (see probe.h, docs/run-store.md noise.csv)
+//   ops        every (1000), at, k (8) output elements (and weight elements) sampled per op and tap step,
 //              only (all) op names joined by '+', wgrad (true) also tap weight gradients
 //              and the loss's gradient (dgrad), seed (0);
 //              see op_taps.h
@@ -25,7 +29,7 @@
 namespace saddlescope::probes {
 
 struct ProbeSpec {
-  std::string name;                           // curvature | symmetry | ops
+  std::string name;                           // curvature | symmetry | noise | ops
   std::string text;                           // the spec as written
   int64_t every = 0;                          // cadence in optimiser steps (0: only `at`)
   std::vector<int64_t> at;                    // further steps to probe at

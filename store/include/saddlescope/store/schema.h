@@ -77,6 +77,9 @@ struct NoiseRow {
                                   // gradients' covariance (from k), N the training examples
   double ratio = 0;               // rounding_norm / sampling_norm (inf: no sampling noise; NaN: neither)
   double perturbation_norm = 0;   // ‖δ‖₂ of one draw of the run's gradient perturbation on g32 (0: none)
+  double lambda_min = 0;          // the curvature probe's λmin at this step (NaN: no curvature probe here)
+  double rounding_vmin = 0;       // |(g32 − g)·v_min|: the rounding along the escape direction (NaN: no v_min)
+  double sampling_vmin = 0;       // √(Var(g_i·v_min) / B · (N − B)/(N − 1)): the sampling noise along it
   double probe_s = 0;             // seconds the measurement took
 };
 extern const Table<NoiseRow> kNoise;
