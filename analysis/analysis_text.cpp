@@ -166,6 +166,10 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) 
                                                           "phase", "config", "evidence", "reason"})},
       {"theory.csv", table(items(a["theory"]["points"]), {"run_id", "entry_step", "predicted", "observed", "residual",
                                                           "optimizer", "exit_rule", "kind", "perturbation"})},
+      {"noise.csv", table(items(store::field(a, "noise_budget")["rows"]),
+                          {"run_id", "group", "step", "batch", "examples", "lr", "grad_norm", "rounding_norm",
+                           "rounding_relative", "sampling_norm", "ratio", "perturbation_norm", "lambda_min",
+                           "rounding_vmin", "sampling_vmin", "escape_steps_rounding", "escape_steps_sampling"})},
   };
 }
 
@@ -218,6 +222,9 @@ std::string analysis_verdict(const json& a) {
   for (const auto& [optimizer, d] : store::field(t, "departures").items())  // absent in files before it
     out += fmt::format("theory, {} (not fitted): observed / predicted median {} [{}, {}], n {}\n", optimizer,
                        g(d["median_observed_over_predicted"]), g(d["min"]), g(d["max"]), d["n"].get<int64_t>());
+  for (const auto& n : items(store::field(store::field(a, "noise_budget"), "groups")))  // absent before it
+    out += fmt::format("noise budget, {}: rounding {} — {}\n", n["group"].get<std::string>(),
+                       n["verdict"].get<std::string>(), n["evidence"].get<std::string>());
   return out;
 }
 

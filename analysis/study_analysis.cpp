@@ -17,6 +17,7 @@
 
 #include "saddlescope/analysis/attribution.h"
 #include "saddlescope/analysis/divergence.h"
+#include "saddlescope/analysis/noise_budget.h"
 #include "saddlescope/analysis/stats.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/perturbation_spec.h"
@@ -55,6 +56,8 @@ struct Run {
   std::vector<int64_t> refined_steps;  // snapshot steps the refine pass evaluated
   std::string refine_note;             // why a refine evaluation failed
   std::optional<double> final_loss, eval_mse, baseline_mse;
+  NoiseRun noise;          // noise.csv's rows (none without a noise probe) and what their predictions need
+  std::string noise_note;  // why the rows are not there (an unreadable noise.csv)
   std::string optimizer = "adam";
   std::string dtype = "float32";
   json perturbation;  // the config's perturbation spec
@@ -141,6 +144,24 @@ void refine(Run& r, std::vector<store::CurvatureRow> rows, const AnalysisOptions
   if (auto eps = find_episodes(rows, r.metrics, o.episodes, r.symmetry); eps.ok()) r.episodes = std::move(*eps);
 }
 
+// The run's noise.csv with the learning rate and probe loss at its steps; a table that cannot be read
+// is noted, and the run is still analysed.
+void read_noise(Run& r, const store::RunDir& dir) {
+  if (!dir.has(store::kNoise.file)) return;
+  auto rows = dir.noise();
+  if (!rows) {
+    r.noise_note = rows.status().message();
+    return;
+  }
+  r.noise.run_id = r.id;
+  r.noise.group = r.group;
+  r.noise.rows = std::move(*rows);
+  for (const auto& m : r.metrics) r.noise.lr[m.step] = m.lr;
+  if (dir.has(store::kCurvature.file))
+    if (auto curvature = dir.curvature(); curvature.ok())
+      for (const auto& c : *curvature) r.noise.probe_loss[c.step] = c.probe_loss;
+}
+
 Run read_run(const std::string& study_dir, const std::string& name, const AnalysisOptions& o, const CurvatureAt& at) {
   Run r;
   r.id = name;
@@ -188,6 +209,7 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
     }
     r.symmetry = std::move(*symmetry);
   }
+  read_noise(r, *dir);
   if (!dir->has(store::kCurvature.file)) {
     r.episodes_note = "no curvature probe: episodes need curvature.csv";
   } else if (auto curvature = dir->curvature(); !curvature) {
@@ -308,7 +330,8 @@ json run_json(const Run& r, const AnalysisOptions& o) {
             {"seed", r.seed},     {"data_seed", r.data_seed}, {"model", r.model}, {"status", r.status},     {"skipped", r.skipped.empty() ? json(nullptr) : json(r.skipped)},
             {"optimizer", r.optimizer}, {"perturbation", r.perturbation.is_null() ? json("none") : r.perturbation},
             {"final_loss", opt(r.final_loss)}, {"eval_mse", opt(r.eval_mse)},
-            {"baseline_mse", opt(r.baseline_mse)}};
+            {"baseline_mse", opt(r.baseline_mse)},
+            {"noise_rows", r.noise.rows.size()}, {"noise_note", r.noise_note.empty() ? json(nullptr) : json(r.noise_note)}};
   j["learns"] = r.eval_mse && r.baseline_mse ? json(*r.eval_mse < *r.baseline_mse) : json(nullptr);
   j["steps_completed"] = r.dir ? json(r.dir->manifest().steps_completed) : json(nullptr);
   if (!r.episodes) {
@@ -830,6 +853,10 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
     theory["by_noise"].push_back(level);
   }
   out["theory"] = theory;
+  std::vector<NoiseRun> noise;
+  for (const Run& r : runs)
+    if (r.analysed() && !r.noise.rows.empty()) noise.push_back(r.noise);
+  out["noise_budget"] = noise_budget(noise, o.episodes.escape_drop);
   return out;
 }
 
@@ -928,7 +955,7 @@ Result<json> reanalyze(const json& earlier, const AnalysisOptions& o) {
       {"of", earlier.value("study_dir", "")},
       {"recomputed", "groups and comparisons (paired where the design is, Holm, detectable effects), from runs[] as "
                      "recorded"},
-      {"kept", "runs[] with their episodes, divergence, attribution and theory, as the earlier analysis wrote them: "
+      {"kept", "runs[] with their episodes, divergence, attribution, theory and noise budget, as the earlier analysis wrote them: "
                "they need the run directories"}};
   return out;
 }

@@ -453,6 +453,33 @@ struct Page {
           rows);
     add("</section>\n");
   }
+
+  void noise_budget() {
+    const json& n = m.at("noise_budget");
+    add("<section id=\"noise\">\n<h2>9. Noise budget</h2>\n");
+    if (n.at("groups").empty()) {
+      p("Not measured: the noise probe (<code>--probe noise</code>) measures, at its steps, the rounding of the "
+        "gradient against SGD's own sampling noise (docs/analysis.md).", "note");
+      return add("</section>\n");
+    }
+    p("At each noise probe step: the run's gradient against the float64 gradient from the same parameters (the "
+      "rounding), against the spread SGD's mini-batches give the gradient at the run's batch size (the sampling "
+      "noise). Rounding is negligible where their ratio stays below " + show(n.at("negligible_ratio")) +
+      ". Escape steps: how long one step's kick along v_min, from each source, takes to grow into an escape.");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& g : n.at("groups"))
+      rows.push_back({esc(g.at("group")), esc(g.at("runs")), esc(g.at("rows")), esc(g.at("ratio").at("median")),
+                      esc(g.at("ratio").at("min")) + " – " + esc(g.at("ratio").at("max")),
+                      esc(g.at("rounding_relative").at("median")), esc(g.at("sampling_norm").at("median")),
+                      esc(g.at("escape_steps_rounding").at("median")), esc(g.at("escape_steps_sampling").at("median")),
+                      "<strong>" + esc(g.at("verdict")) + "</strong>"});
+    table({"config", "runs", "probe steps", "rounding / sampling (median)", "range", "rounding ‖δg‖/‖g‖ (median)",
+           "sampling noise ‖·‖ (median)", "escape steps from rounding (median)", "from sampling (median)", "rounding is"},
+          rows);
+    for (const auto& g : n.at("groups")) p(esc(g.at("group")) + ": " + esc(g.at("evidence")));
+    figures("noise");
+    add("</section>\n");
+  }
 };
 
 }  // namespace
@@ -472,7 +499,7 @@ std::string render_html(const json& m, const std::map<std::string, std::string>&
          "meta");
   page.add("<nav><a href=\"#verdict\">1 Verdict</a><a href=\"#setup\">2 Setup</a><a href=\"#loss\">3 Loss</a>"
            "<a href=\"#saddles\">4 Saddles</a><a href=\"#rounding\">5 Rounding</a><a href=\"#divergence\">6 Divergence</a>"
-           "<a href=\"#symmetry\">7 Symmetry</a><a href=\"#invariance\">8 Invariance</a></nav>\n</header>\n<main>\n");
+           "<a href=\"#symmetry\">7 Symmetry</a><a href=\"#invariance\">8 Invariance</a><a href=\"#noise\">9 Noise</a></nav>\n</header>\n<main>\n");
   page.verdict();
   page.setup();
   page.loss();
@@ -481,6 +508,7 @@ std::string render_html(const json& m, const std::map<std::string, std::string>&
   page.divergence();
   page.symmetry();
   page.invariance();
+  page.noise_budget();
   page.add("</main>\n</body>\n</html>\n");
   return page.out;
 }

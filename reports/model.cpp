@@ -428,6 +428,13 @@ json divergence_model(const StudyData& study) {
   return {{"pairs", field(study.analysis, "divergence")}, {"attribution", attribution.is_null() ? json::array() : attribution}};
 }
 
+// The noise budget as the analysis wrote it (absent in analyses before it: no groups).
+json noise_model(const StudyData& study) {
+  const json& n = field(study.analysis, "noise_budget");
+  if (!n.is_object()) return {{"negligible_ratio", nullptr}, {"groups", json::array()}};
+  return {{"negligible_ratio", n.at("negligible_ratio")}, {"groups", n.at("groups")}};
+}
+
 json symmetry_model(const StudyData& study) {
   json runs = json::array();
   for (const auto& r : study.runs) {
@@ -569,6 +576,7 @@ json build_model(const StudyData& study) {
           {"rounding", rounding_model(study)},
           {"divergence", divergence_model(study)},
           {"symmetry", symmetry_model(study)},
+          {"noise_budget", noise_model(study)},
           {"figures", json::array()}};
 }
 

@@ -572,6 +572,52 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
   return f;
 }
 
+// ---- Noise budget ------------------------------------------------------------------------------------
+
+// Rounding and SGD's sampling noise over steps, from the analysis's noise rows: per group a solid line
+// (rounding) and a dashed one (sampling) for each run, log scale; zeros (rounding at an exact point,
+// sampling at full batch) cannot be drawn on it and are left out.
+std::optional<Figure> noise_figure(const StudyData& s) {
+  const json& rows = store::field(store::field(s.analysis, "noise_budget"), "rows");
+  if (!rows.is_array() || rows.empty()) return std::nullopt;
+  RunLines lines({"step", "rounding_norm", "sampling_norm", "ratio", "run_id"});
+  std::set<int> present;
+  std::string run;
+  auto positive = [](const json& v) { return v.is_number() && v.get<double>() > 0 ? num(v) : std::string("NaN"); };
+  for (const auto& r : rows) {  // in run order, steps ascending within a run
+    if (r.at("run_id").get<std::string>() != run) lines.end_line(), run = r.at("run_id").get<std::string>();
+    const int i = series_of(s, r.at("group"));
+    present.insert(i);
+    const std::vector<std::string> f = {std::to_string(r.at("step").get<int64_t>()), positive(r.at("rounding_norm")),
+                                        positive(r.at("sampling_norm")), num(r.at("ratio")), text(run)};
+    lines.point(i, f[0], f[1] + "/" + f[2], f);
+  }
+  lines.end_line();
+  Figure f;
+  f.name = "noise";
+  f.section = "noise";
+  f.title = "Rounding against SGD's sampling noise";
+  f.caption = "At each noise probe step, ‖δg‖ — the run's gradient against float64 from the same parameters — "
+              "(solid) and the norm of SGD's mini-batch noise at the run's batch size (dotted), one pair of lines per "
+              "run, log scale. Where the solid line lies two decades or more below the dotted one, rounding is a "
+              "small part of the noise the optimiser already injects.";
+  f.data = {{"", lines.body()}};
+  std::string plot;
+  for (int i : present) {
+    if (i < 1 || static_cast<size_t>(i) > s.group_names.size()) continue;
+    const std::string g = s.group_names[static_cast<size_t>(i - 1)];
+    const std::string drawn = fmt::format("column('series')=={} && column('drawn')==1", i);
+    plot += fmt::format("{}ARG3 using 'step':({} ? column('rounding_norm') : NaN) with {} lt {} dt 1 title {}, \\\n  "
+                        "ARG3 using 'step':({} ? column('sampling_norm') : NaN) with {} lt {} dt 3 title {}",
+                        plot.empty() ? "" : ", \\\n  ", drawn, lines.style(), i, gp_string(g + ": rounding"), drawn,
+                        lines.style(), i, gp_string(g + ": SGD sampling"));
+  }
+  if (plot.empty()) return std::nullopt;
+  f.commands = "set xlabel 'optimiser step'\nset ylabel 'gradient noise, ‖·‖₂'\nset logscale y\nset format y '%g'\n"
+               "plot " + plot + "\n";
+  return f;
+}
+
 }  // namespace
 
 std::vector<Figure> build_figures(const StudyData& s, json& model) {
@@ -583,7 +629,8 @@ std::vector<Figure> build_figures(const StudyData& s, json& model) {
       loss_figure(s, window),         final_loss_figure(s),       episodes_figure(s),
       curvature_figure(s, false),     curvature_figure(s, true),  survival_figure(s),
       theory_figure(s),               ulp_figure(s, "fwd"),       ulp_figure(s, "wgrad"),
-      divergence_figure(s),           symmetry_figure(s, false),  symmetry_figure(s, true)};
+      divergence_figure(s),           symmetry_figure(s, false),  symmetry_figure(s, true),
+      noise_figure(s)};
   std::vector<Figure> out;
   for (auto& f : all) {
     if (!f) continue;

@@ -182,7 +182,7 @@ TEST(StudyAnalysis, PlantedGroupsEscapeDifferentlyAndTheStatisticsSaySo) {
   EXPECT_EQ((*a)["definitions"]["proximity"], 0.05);
   EXPECT_TRUE((*a)["definitions"]["epsilon"].is_null()) << "off: inf";
   auto tables = analysis_tables(*a);
-  EXPECT_EQ(tables.size(), 8u);
+  EXPECT_EQ(tables.size(), 9u);
   EXPECT_EQ(tables[1].first, "episodes.csv");
   EXPECT_EQ(std::count(tables[1].second.begin(), tables[1].second.end(), '\n'), 1 + 16);
   const std::string verdict = analysis_verdict(*a);

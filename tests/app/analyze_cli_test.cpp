@@ -43,7 +43,7 @@ TEST(AnalyzeCli, WritesTheAnalysisAndPrintsAVerdict) {
   EXPECT_NE(o.text.find("4 runs analysed in 2 groups"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("final loss:"), std::string::npos) << o.text;
   for (const char* f : {"analysis.json", "runs.csv", "episodes.csv", "groups.csv", "km.csv", "comparisons.csv",
-                        "divergence.csv", "attribution.csv", "theory.csv"})
+                        "divergence.csv", "attribution.csv", "theory.csv", "noise.csv"})
     EXPECT_TRUE(std::filesystem::exists(study + "/analysis/" + f)) << f;
   json a = read_json(study + "/analysis/analysis.json");
   EXPECT_EQ(a["n_runs"], 4);

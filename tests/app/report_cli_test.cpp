@@ -41,11 +41,12 @@ std::string linear_run(const std::string& out, int seed, const std::string& extr
          std::to_string(seed) + " --out " + out + " " + extra;
 }
 
-// The autoencoder from duplicated hidden units, with op taps and symmetry probes; 60 steps at batch 16
-// are too few to beat the mean-image baseline: a config that does not learn.
+// The autoencoder from duplicated hidden units, with op taps, symmetry and noise probes; 60 steps at
+// batch 16 are too few to beat the mean-image baseline: a config that does not learn.
 std::string autoencoder_run(const std::string& out, int seed) {
   return "train --model autoencoder --data mnist --steps 60 --batch-size 16 --threads 1 --probe ops:every=20,k=4 "
-         "--probe symmetry:every=10 --init duplicate --seed " + std::to_string(seed) + " --out " + out;
+         "--probe symmetry:every=10 --probe noise:every=20,k=4 --init duplicate --seed " + std::to_string(seed) +
+         " --out " + out;
 }
 
 // A study of three configs (two of the linear network, three seeds each; one of the autoencoder, two
@@ -96,7 +97,7 @@ TEST_F(ReportCli, WritesThePageTheMarkdownTheJsonAndEveryFigure) {
   // What this study has data for: loss, saddles (the linear network escapes its saddle), op taps (the
   // autoencoder's), paired runs that diverge, and symmetry.
   for (const char* n : {"loss", "final_loss", "episodes", "lambda_min", "lambda_max", "survival", "theory", "ulp_fwd",
-                        "ulp_wgrad", "divergence", "symmetry", "symmetry_distance"})
+                        "ulp_wgrad", "divergence", "symmetry", "symmetry_distance", "noise"})
     EXPECT_TRUE(names.count(n)) << n << " missing; figures: " << m["figures"].dump();
   const std::string md = [&] {
     std::ifstream in(r + "/report.md");
@@ -206,6 +207,28 @@ TEST_F(ReportCli, BatchInvarianceResultsAreSectionEight) {
   EXPECT_EQ(bad.text, "saddlescope: " + inv + "/broken.json: not valid JSON\n");
   const json kept = read_json(study_ + "/report/report.json");
   EXPECT_EQ(kept["invariance"]["rows"].size(), 1u) << "the report before the error is untouched";
+}
+
+// The noise probe's rows, as the analysis summarised them, are section 9: the autoencoder's config
+// only (the linear runs have no noise probe), its numbers the analysis's, and the figure drawn from them.
+TEST_F(ReportCli, NoiseBudgetIsSectionNine) {
+  ASSERT_EQ(run("report " + study_ + " --quiet").code, 0);
+  const json a = read_json(study_ + "/analysis/analysis.json");
+  const json m = read_json(study_ + "/report/report.json");
+  ASSERT_EQ(a["noise_budget"]["groups"].size(), 1u) << a["noise_budget"].dump();
+  EXPECT_EQ(m["noise_budget"]["groups"], a["noise_budget"]["groups"]);
+  const json& g = a["noise_budget"]["groups"][0];
+  EXPECT_EQ(g["rows"], 2 * 3) << "2 runs × steps 0, 20, 40";
+  EXPECT_EQ(g["verdict"], "negligible") << "float32 against float64 is far below batch-16 SGD noise: " << g.dump();
+  EXPECT_LT(g["ratio"]["max"].get<double>(), 0.01);
+  std::ifstream page(study_ + "/report/index.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), {});
+  EXPECT_NE(html.find("<h2>9. Noise budget</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<strong>negligible</strong>"), std::string::npos);
+  std::ifstream csv(study_ + "/analysis/noise.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("run_id,group,step,batch,examples,lr,grad_norm,rounding_norm,", 0), 0u) << header;
 }
 
 // Every number the report shows that the analysis computed is the analysis's number.
