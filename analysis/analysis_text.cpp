@@ -169,7 +169,8 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) 
       {"noise.csv", table(items(store::field(a, "noise_budget")["rows"]),
                           {"run_id", "group", "step", "batch", "examples", "lr", "grad_norm", "rounding_norm",
                            "rounding_relative", "sampling_norm", "ratio", "perturbation_norm", "lambda_min",
-                           "rounding_vmin", "sampling_vmin", "escape_steps_rounding", "escape_steps_sampling"})},
+                           "rounding_vmin", "sampling_vmin", "ratio_vmin", "escape_steps_rounding",
+                           "escape_steps_sampling"})},
   };
 }
 

@@ -46,6 +46,7 @@ json noise_budget(const std::vector<NoiseRun>& runs, double escape_drop) {
       {"definitions",
        {{"ratio", "rounding_norm / sampling_norm at a probe step (noise.csv, docs/run-store.md)"},
         {"negligible", "every probe step of the group has ratio < negligible_ratio"},
+        {"ratio_vmin", "rounding_vmin / sampling_vmin: the same along the curvature probe's v_min of that step"},
         {"not_negligible", "some probe step has ratio >= negligible_ratio, or rounding with no sampling noise (inf)"},
         {"undefined", "no probe step has a finite or infinite ratio (no float64 copy, or neither noise)"},
         {"escape_steps", "ln(R/r0)/ln(1 + lr |lambda_min|), R = sqrt(2 f L / |lambda_min|), L the curvature probe's "
@@ -57,7 +58,7 @@ json noise_budget(const std::vector<NoiseRun>& runs, double escape_drop) {
   for (const NoiseRun& r : runs)
     if (!r.rows.empty()) by_group[r.group].push_back(&r);
   for (const auto& [group, members] : by_group) {
-    std::vector<double> ratio, relative, rounding, sampling, esc_rounding, esc_sampling;
+    std::vector<double> ratio, ratio_vmin, relative, rounding, sampling, esc_rounding, esc_sampling;
     int64_t rows = 0, negligible = 0, infinite = 0, undefined = 0;
     int64_t first_not = -1;
     for (const NoiseRun* r : members)
@@ -71,9 +72,11 @@ json noise_budget(const std::vector<NoiseRun>& runs, double escape_drop) {
                                {"sampling_norm", num(n.sampling_norm)}, {"ratio", num(n.ratio)},
                                {"perturbation_norm", num(n.perturbation_norm)}, {"lambda_min", num(n.lambda_min)},
                                {"rounding_vmin", num(n.rounding_vmin)}, {"sampling_vmin", num(n.sampling_vmin)},
+                               {"ratio_vmin", num(n.rounding_vmin / n.sampling_vmin)},
                                {"escape_steps_rounding", num(by_rounding)}, {"escape_steps_sampling", num(by_sampling)}});
         ++rows;
         ratio.push_back(n.ratio), relative.push_back(n.rounding_relative);
+        ratio_vmin.push_back(n.rounding_vmin / n.sampling_vmin);
         rounding.push_back(n.rounding_norm), sampling.push_back(n.sampling_norm);
         esc_rounding.push_back(by_rounding), esc_sampling.push_back(by_sampling);
         if (std::isnan(n.ratio)) {
@@ -99,7 +102,7 @@ json noise_budget(const std::vector<NoiseRun>& runs, double escape_drop) {
     out["groups"].push_back({{"group", group}, {"runs", members.size()}, {"rows", rows},
                              {"negligible_rows", negligible}, {"not_negligible_rows", not_negligible},
                              {"no_sampling_noise_rows", infinite}, {"undefined_rows", undefined},
-                             {"ratio", r}, {"rounding_relative", spread(relative)},
+                             {"ratio", r}, {"ratio_vmin", spread(ratio_vmin)}, {"rounding_relative", spread(relative)},
                              {"rounding_norm", spread(rounding)}, {"sampling_norm", spread(sampling)},
                              {"escape_steps_rounding", spread(esc_rounding)},
                              {"escape_steps_sampling", spread(esc_sampling)}, {"verdict", verdict},

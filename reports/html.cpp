@@ -470,10 +470,11 @@ struct Page {
     for (const auto& g : n.at("groups"))
       rows.push_back({esc(g.at("group")), esc(g.at("runs")), esc(g.at("rows")), esc(g.at("ratio").at("median")),
                       esc(g.at("ratio").at("min")) + " – " + esc(g.at("ratio").at("max")),
-                      esc(g.at("rounding_relative").at("median")), esc(g.at("sampling_norm").at("median")),
+                      esc(g.at("ratio_vmin").at("median")), esc(g.at("rounding_relative").at("median")), esc(g.at("sampling_norm").at("median")),
                       esc(g.at("escape_steps_rounding").at("median")), esc(g.at("escape_steps_sampling").at("median")),
                       "<strong>" + esc(g.at("verdict")) + "</strong>"});
-    table({"config", "runs", "probe steps", "rounding / sampling (median)", "range", "rounding ‖δg‖/‖g‖ (median)",
+    table({"config", "runs", "probe steps", "rounding / sampling (median)", "range", "along v_min (median)",
+           "rounding ‖δg‖/‖g‖ (median)",
            "sampling noise ‖·‖ (median)", "escape steps from rounding (median)", "from sampling (median)", "rounding is"},
           rows);
     for (const auto& g : n.at("groups")) p(esc(g.at("group")) + ": " + esc(g.at("evidence")));

@@ -174,12 +174,13 @@ std::string render_markdown(const json& m) {
   for (const auto& g : noise.at("groups"))
     rows.push_back({cell(g.at("group")), cell(g.at("rows")), cell(g.at("ratio").at("median")),
                     cell(g.at("ratio").at("min")) + " – " + cell(g.at("ratio").at("max")),
-                    cell(g.at("rounding_relative").at("median")), cell(g.at("escape_steps_rounding").at("median")),
+                    cell(g.at("ratio_vmin").at("median")), cell(g.at("rounding_relative").at("median")), cell(g.at("escape_steps_rounding").at("median")),
                     cell(g.at("escape_steps_sampling").at("median")), cell(g.at("verdict"))});
   if (rows.empty()) return s + "Not measured (the noise probe).\n";
   s += "Rounding is negligible where rounding / sampling noise stays below " + cell(noise.at("negligible_ratio")) +
        ".\n\n";
-  s += table({"config", "probe steps", "rounding / sampling (median)", "range", "rounding ‖δg‖/‖g‖ (median)",
+  s += table({"config", "probe steps", "rounding / sampling (median)", "range", "along v_min (median)",
+              "rounding ‖δg‖/‖g‖ (median)",
               "escape steps from rounding", "from sampling", "rounding is"},
              rows);
   for (const auto& g : noise.at("groups")) s += cell(g.at("group")) + ": " + cell(g.at("evidence")) + "\n\n";

@@ -72,6 +72,8 @@ TEST(NoiseBudget, VerdictsPerGroupWithTheirEvidence) {
   EXPECT_NEAR(r["escape_steps_sampling"].get<double>(), std::log(1e5) / std::log(1.2), 1e-9);
   EXPECT_TRUE(j["rows"][4]["escape_steps_rounding"].is_null()) << "no λmin at step 0";
   EXPECT_EQ(s["escape_steps_rounding"]["n"], 1);
+  EXPECT_DOUBLE_EQ(r["ratio_vmin"].get<double>(), 1e-6);
+  EXPECT_EQ(s["ratio_vmin"]["n"], 1) << "only the step with v_min";
 
   EXPECT_TRUE(noise_budget({}, 0.25)["groups"].empty());
 }
