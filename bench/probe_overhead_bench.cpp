@@ -1,10 +1,11 @@
-// Training-time overhead of op taps at a cadence (default: the ops probe's default) for
-// docs/benchmarks.md: the same run with and without `--probe ops`, alternated REPEATS times after a
+// Training-time overhead of a probe at its cadence (default: op taps at the ops probe's default) for
+// docs/benchmarks.md: the same run with and without `--probe PROBE`, alternated REPEATS times after a
 // warm-up run, on the MNIST autoencoder (batch 64) and a small PredNet on Moving MNIST.
-// Usage: bench_taps DEVICE [REPEATS] [AE_STEPS] [PREDNET_STEPS] [EVERY]   (MNIST in $SADDLESCOPE_DATA_DIR or data/)
+// Usage: bench_probe_overhead DEVICE [REPEATS] [AE_STEPS] [PREDNET_STEPS] [PROBE]
+//   (PROBE: a probe spec, default `ops`; MNIST in $SADDLESCOPE_DATA_DIR or data/)
 // Prints min / median / max of the training loop's seconds (manifest timings.train_s), the overhead of
-// the medians, and the seconds spent inside the taps (timings.tap_s), which is the overhead without the
-// machine's noise.
+// the medians, and the seconds spent inside the probe (timings.tap_s for op taps, timings.probe_s for the
+// others), which is the overhead without the machine's noise.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -25,7 +26,7 @@ using namespace saddlescope;
 namespace {
 
 int fail(const std::string& m) {
-  std::fprintf(stderr, "bench_taps: %s\n", m.c_str());
+  std::fprintf(stderr, "bench_probe_overhead: %s\n", m.c_str());
   return 1;
 }
 
@@ -44,7 +45,7 @@ Result<Timing> timed(const trainer::RunConfig& cfg) {
   if (!r) return r.status();
   auto m = store::read_manifest(r->run_dir);
   if (!m) return m.status();
-  return Timing{r->train_s, m->timings.tap_s};
+  return Timing{r->train_s, m->timings.tap_s + m->timings.probe_s};
 }
 
 std::string stats(std::vector<double> v) {
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   const int repeats = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string ae_steps = argc > 3 ? argv[3] : "2000";
   const std::string prednet_steps = argc > 4 ? argv[4] : "300";
-  auto spec = probes::parse_probe_spec(argc > 5 ? std::string("ops:every=") + argv[5] : "ops");
+  auto spec = probes::parse_probe_spec(argc > 5 ? argv[5] : "ops");
   if (!spec) return fail(spec.status().message());
   const std::string out = "/tmp/bench-taps";
   struct Model {
@@ -105,8 +106,8 @@ int main(int argc, char** argv) {
         if (with) tap_s.push_back(t->tap_s);
       }
     }
-    const int64_t tap_steps = (cfg->steps + spec->every - 1) / spec->every;
-    std::printf("| %s | %lld steps, %lld tap steps | %s | %s | %+.1f%% | %.3f s (%.1f ms per tap step, %.2f%% of the run) |\n",
+    const int64_t tap_steps = (cfg->steps + spec->every - 1) / spec->every;  // steps 0, every, 2·every, ...
+    std::printf("| %s | %lld steps, %lld probe steps | %s | %s | %+.1f%% | %.3f s (%.1f ms per probe step, %.2f%% of the run) |\n",
                 model.name, static_cast<long long>(cfg->steps), static_cast<long long>(tap_steps),
                 stats(plain_s).c_str(), stats(tapped_s).c_str(),
                 100.0 * (median(tapped_s) - median(plain_s)) / median(plain_s), median(tap_s),
