@@ -1,5 +1,6 @@
 #include "saddlescope/probes/op_trace.h"
 
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -20,6 +21,7 @@ struct Frame {
   std::string module;     // forward: a parameter's module, or the calling TorchScript module
   std::vector<c10::IValue> inputs;
   std::set<std::string> inner;  // outermost: the ATen ops that ran inside it
+  uint64_t inputs_digest = 0;   // kDigests: of the inputs as the op began (an in-place op changes them)
 };
 
 thread_local std::vector<Frame> t_stack;
@@ -27,9 +29,58 @@ thread_local bool t_busy = false;  // set while the trace copies outputs: its ow
 
 bool is_floating(const at::Tensor& t) { return t.defined() && t.is_floating_point(); }
 
+// Marks this thread's trace work (copies, digests), whose own ops are not traced.
+struct Busy {
+  Busy() { t_busy = true; }
+  ~Busy() { t_busy = false; }
+};
+
+std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& values) {
+  std::vector<at::Tensor> out;
+  for (const auto& v : values) {
+    if (v.isTensor()) out.push_back(v.toTensor());
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+  }
+  return out;
+}
+
+// 64-bit multiply-xorshift mixing of 8-byte words (the tail zero-padded).
+uint64_t mix(uint64_t h, uint64_t w) {
+  h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
 }  // namespace
 
+uint64_t tensor_digest(const std::vector<at::Tensor>& tensors) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const at::Tensor& t : tensors) {
+    if (!t.defined()) {
+      h = mix(h, 0x7a11);
+      continue;
+    }
+    h = mix(h, static_cast<uint64_t>(t.scalar_type()));
+    for (int64_t d : t.sizes()) h = mix(h, static_cast<uint64_t>(d));
+    const at::Tensor c = t.detach().to(at::kCPU).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, bytes + i, 8);
+      h = mix(h, w);
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, bytes + i, n - i);
+    h = mix(h, tail ^ (static_cast<uint64_t>(n) << 56));
+  }
+  return h;
+}
+
 struct OpTrace::Impl {
+  OpTrace::Mode mode = OpTrace::Mode::kCopies;
   internal::ParameterNames parameters;
   internal::Registration<Impl> registration;
   std::mutex mutex;
@@ -53,6 +104,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     f.outermost = stack.empty() || stack.back().backward;
     if (f.outermost) {
       f.inputs = internal::own_values(fn, false);
+      if (m->mode == OpTrace::Mode::kDigests && !internal::moves_data(f.name)) {
+        Busy busy;
+        f.inputs_digest = tensor_digest(tensors_of(f.inputs));
+      }
       const bool in_backward = !stack.empty();
       if (!in_backward) {
         f.module = internal::parameter_module(m->parameters, f.inputs);
@@ -80,32 +135,42 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   stack.pop_back();
   OpTrace::Impl* m = active();
   if (!m || f.backward || !f.outermost || internal::moves_data(f.name)) return;
-  t_busy = true;
-  struct Done {
-    ~Done() { t_busy = false; }
-  } done;
+  Busy busy;
   TracedOp op;
   const std::string kernel = internal::short_name(f.name);
   op.name = f.module.empty() ? kernel : f.module + ":" + kernel;
   op.phase = stack.empty() ? "fwd" : "bwd";
   op.inner.assign(f.inner.begin(), f.inner.end());
+  std::vector<at::Tensor> outputs;
   for (const auto& v : internal::own_values(fn, true)) {
     if (!v.isTensor() || !is_floating(v.toTensor())) continue;
     const at::Tensor& out = v.toTensor();
+    // A copy leaves out views of an input; a digest keeps them: an in-place op's result is one.
     bool view = false;
     for (const auto& in : f.inputs)
       if (in.isTensor() && in.toTensor().defined() && out.is_alias_of(in.toTensor())) view = true;
-    if (!view) op.outputs.push_back(out.detach().clone());
+    if (!view || m->mode == OpTrace::Mode::kDigests) outputs.push_back(out);
   }
-  if (op.outputs.empty()) return;
+  if (outputs.empty()) return;
+  if (m->mode == OpTrace::Mode::kDigests) {
+    op.inputs_digest = f.inputs_digest;
+    op.outputs_digest = tensor_digest(outputs);
+    std::string shape;
+    for (int64_t d : outputs.front().sizes()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    op.shape = shape.empty() ? "scalar" : shape;
+    op.dtype = c10::toString(outputs.front().scalar_type());
+  } else {
+    for (const at::Tensor& out : outputs) op.outputs.push_back(out.detach().clone());
+  }
   std::lock_guard<std::mutex> lock(m->mutex);
   m->ops.push_back(std::move(op));
 }
 
 }  // namespace
 
-OpTrace::OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& parameters)
+OpTrace::OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& parameters, Mode mode)
     : impl_(std::make_unique<Impl>()) {
+  impl_->mode = mode;
   for (const auto& [name, t] : parameters) impl_->parameters[t.unsafeGetTensorImpl()] = name;
 }
 
@@ -116,5 +181,7 @@ void OpTrace::start() { impl_->registration.start(impl_.get(), on_start, on_end)
 void OpTrace::stop() { impl_->registration.stop(impl_.get()); }
 
 const std::vector<TracedOp>& OpTrace::ops() const { return impl_->ops; }
+
+void OpTrace::clear() { impl_->ops.clear(); }
 
 }  // namespace saddlescope::probes

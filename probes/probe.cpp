@@ -416,6 +416,7 @@ std::map<std::string, int> ProbeSet::files(const std::vector<ProbeSpec>& specs) 
     }
     if (spec.name == "symmetry") f[store::kSymmetry.file] = store::kSymmetry.version;
     if (spec.name == "noise") f[store::kNoise.file] = store::kNoise.version;
+    if (spec.name == "ophash") f[store::kOpHash.file] = store::kOpHash.version;
   }
   return f;
 }

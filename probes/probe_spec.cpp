@@ -36,6 +36,7 @@ const std::vector<Probe>& probes() {
       {"noise",
        {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"sgd_batch", Type::kInt, "0", 0},
         {"k", Type::kInt, "32", 2}, {"seed", Type::kInt, "0", 0}}},
+      {"ophash", {{"every", Type::kInt, "1", 0}, {"at", Type::kSteps, "", 0}}},
       {"ops",
        {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},
         {"only", Type::kNames, "", 0}, {"wgrad", Type::kBool, "true", 0}, {"seed", Type::kInt, "0", 0},

@@ -20,7 +20,7 @@ namespace saddlescope::store {
 
 // The version of the catalogue's schema, in table meta (key 'version'). Version 1 was the catalogue
 // before the meta table (a runs table only); an older catalogue is rebuilt, a newer one refused.
-inline constexpr int kCatalogSchemaVersion = 3;
+inline constexpr int kCatalogSchemaVersion = 4;
 inline constexpr const char* kCatalogFormat = "saddlescope.catalog";
 
 // Calls f(table, reader) for every CSV table of a run directory, `reader` being the RunDir member that
@@ -32,6 +32,7 @@ void for_each_table(F&& f) {
   f(kCurvatureEigen, &RunDir::curvature_eigen);
   f(kSymmetry, &RunDir::symmetry);
   f(kNoise, &RunDir::noise);
+  f(kOpHash, &RunDir::ophash);
   f(kOps, &RunDir::ops);
 }
 

@@ -220,6 +220,7 @@ template Result<std::vector<CurvatureRow>> RunDir::read(const Table<CurvatureRow
 template Result<std::vector<CurvatureEigenRow>> RunDir::read(const Table<CurvatureEigenRow>&) const;
 template Result<std::vector<SymmetryRow>> RunDir::read(const Table<SymmetryRow>&) const;
 template Result<std::vector<NoiseRow>> RunDir::read(const Table<NoiseRow>&) const;
+template Result<std::vector<OpHashRow>> RunDir::read(const Table<OpHashRow>&) const;
 template Result<std::vector<OpRow>> RunDir::read(const Table<OpRow>&) const;
 
 std::vector<int64_t> RunDir::snapshot_steps() const {

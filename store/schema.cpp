@@ -39,6 +39,11 @@ const Table<NoiseRow> kNoise{"noise.csv", 1,
      {"lambda_min", &NoiseRow::lambda_min}, {"rounding_vmin", &NoiseRow::rounding_vmin},
      {"sampling_vmin", &NoiseRow::sampling_vmin}, {"probe_s", &NoiseRow::probe_s}}};
 
+const Table<OpHashRow> kOpHash{"ophash.csv", 1,
+    {{"step", &OpHashRow::step}, {"index", &OpHashRow::index}, {"phase", &OpHashRow::phase}, {"op", &OpHashRow::op},
+     {"shape", &OpHashRow::shape}, {"dtype", &OpHashRow::dtype}, {"inputs", &OpHashRow::inputs},
+     {"outputs", &OpHashRow::outputs}}};
+
 const Table<OpRow> kOps{"ops.csv", 1,
     {{"step", &OpRow::step}, {"op", &OpRow::op}, {"phase", &OpRow::phase}, {"index", &OpRow::index},
      {"observed", &OpRow::observed}, {"exact", &OpRow::exact}, {"ulp_error", &OpRow::ulp_error},

@@ -10,6 +10,7 @@
 
 #include "saddlescope/base/progress.h"
 #include "saddlescope/gpu/graph.h"
+#include "saddlescope/probes/op_hashes.h"
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/schema.h"
@@ -50,6 +51,7 @@ struct Loop {
   Perturber& perturb;
   probes::ProbeSet& probe_set;
   probes::OpTaps& taps;
+  probes::OpHashes& hashes;
   RunRecord& record;
   const TrainOptions& options;
   std::optional<Checkpoint> resume;  // the checkpoint to continue from
@@ -150,9 +152,12 @@ Status train_loop(Loop& L, TrainResult* result) {
     if (checkpoint_due(step)) SADDLESCOPE_RETURN_IF_ERROR(checkpoint(step));
     const bool tap = L.taps.due(step);  // op taps: armed for this step's forward and backward, run eagerly
     if (tap) L.taps.arm(step);
+    const bool hash = L.hashes.due(step);  // ophash: every op of the step's forward, backward and update
     torch::Tensor batch = ahead.defined() ? ahead : batches.next(cfg.batch_size);
     if (alias_target) ahead = batches.next(cfg.batch_size);
-    train_step.compute(L.perturb.batch(batch), /*eager=*/tap, ahead);
+    if (hash) L.hashes.begin();
+    train_step.compute(L.perturb.batch(batch), /*eager=*/tap || hash, ahead);
+    if (hash) L.hashes.end();
     if (tap) SADDLESCOPE_RETURN_IF_ERROR(L.taps.record(step));
     L.perturb.gradients(params);
     if (L.probe_set.due(step)) {
@@ -172,7 +177,12 @@ Status train_loop(Loop& L, TrainResult* result) {
     if (snapshot_due(step)) SADDLESCOPE_RETURN_IF_ERROR(save_snapshot_at(L.record.dir(), step, named, cfg.snapshot_grads));
     if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) train_step.set_lr(cfg.lr / 10);
     double lr = train_step.lr();
+    if (hash) L.hashes.begin("update");
     train_step.update();
+    if (hash) {
+      L.hashes.end();
+      SADDLESCOPE_RETURN_IF_ERROR(L.hashes.write(step));
+    }
     window.record(step, train_step.loss(), train_step.grad_norm(), lr, train_s());
 
     if (window.full(step)) {
@@ -187,7 +197,7 @@ Status train_loop(Loop& L, TrainResult* result) {
   m.timings.probe_s += L.probe_set.seconds();  // this segment's, over every resume
   for (const probes::ProbeFailure& f : L.probe_set.failures())
     m.probe_failures.push_back({f.step, f.probe, f.reason});
-  m.timings.tap_s += L.taps.seconds();
+  m.timings.tap_s += L.taps.seconds() + L.hashes.seconds();
   if (int sig = StopSignals::requested(); sig && !result->diverged_at_step && step < cfg.steps) {
     // Stopped by a signal before `step`: everything up to it is written, with a checkpoint there.
     SADDLESCOPE_RETURN_IF_ERROR(window.flush(&*metrics, result));
@@ -337,11 +347,15 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   auto probe_set = probes::ProbeSet::create(specs, n_params, dir, resume_from);
   auto taps = probe_set ? probes::OpTaps::create(specs, tap_ops, dir, resume_from, generic_taps)
                         : Result<std::shared_ptr<probes::OpTaps>>(probe_set.status());
-  if (!taps) {
-    record.manifest().error = taps.status().message();
+  std::vector<std::pair<std::string, at::Tensor>> parameters;
+  for (const auto& p : (*model)->module().named_parameters()) parameters.emplace_back(p.key(), p.value());
+  auto hashes = taps ? probes::OpHashes::create(specs, parameters, dir, resume_from)
+                     : Result<std::unique_ptr<probes::OpHashes>>(taps.status());
+  if (!hashes) {
+    record.manifest().error = hashes.status().message();
     (void)record.finish(store::RunStatus::kFailed);
     index_run(cfg.out, dir);
-    return taps.status();
+    return hashes.status();
   }
   (*model)->set_op_taps(*taps);
 
@@ -350,7 +364,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   result.eval_split = data->eval_split;
   Status status;
   {
-    Loop loop{cfg, *data, *model, perturb, *probe_set, **taps, record, options, std::move(checkpoint), std::move(kept_metrics),
+    Loop loop{cfg, *data, *model, perturb, *probe_set, **taps, **hashes, record, options, std::move(checkpoint), std::move(kept_metrics),
               probe_asked};
     try {
       status = train_loop(loop, &result);

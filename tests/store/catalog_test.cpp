@@ -39,7 +39,7 @@ TEST(Catalog, UpsertIntoNoCatalogueIndexesTheWholeStudy) {
   EXPECT_EQ(query_one(db, "SELECT fingerprint_digest FROM runs WHERE run_id = 'b-run'"),
             sha256_hex(make_manifest("b-run", RunStatus::kCompleted).fingerprint.dump()));
   EXPECT_EQ(query(db, "SELECT key, value FROM meta WHERE key != 'written_by' ORDER BY key"),
-            (std::vector<std::string>{"format|saddlescope.catalog", "version|3"}));
+            (std::vector<std::string>{"format|saddlescope.catalog", "version|4"}));
 }
 
 TEST(Catalog, RowTablesFollowTheTableDeclarations) {
@@ -190,8 +190,8 @@ TEST(Catalog, NewerSchemaVersionIsRefusedAndKept) {
   std::string dir = add_run(study.path(), make_manifest("r", RunStatus::kCompleted));
   std::string db = study.file("catalog.sqlite");
   write_foreign_catalogue(db, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
-                              "INSERT INTO meta VALUES ('format', 'saddlescope.catalog'), ('version', '4');");
-  std::string want = db + ": catalogue schema version 4, this saddlescope reads version 3";
+                              "INSERT INTO meta VALUES ('format', 'saddlescope.catalog'), ('version', '5');");
+  std::string want = db + ": catalogue schema version 5, this saddlescope reads version 4";
   Status up = upsert_run(study.path(), dir);
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.message().find(want), 0u) << up.message();
@@ -201,7 +201,7 @@ TEST(Catalog, NewerSchemaVersionIsRefusedAndKept) {
   auto drift = catalog_drift(study.path());
   ASSERT_FALSE(drift.ok());
   EXPECT_EQ(drift.status().message().find(want), 0u);
-  EXPECT_EQ(query_one(db, "SELECT value FROM meta WHERE key = 'version'"), "4") << "left as it was";
+  EXPECT_EQ(query_one(db, "SELECT value FROM meta WHERE key = 'version'"), "5") << "left as it was";
 
   write_foreign_catalogue(db, "UPDATE meta SET value = 'x' WHERE key = 'format'");
   Status foreign = upsert_run(study.path(), dir);
@@ -222,7 +222,7 @@ TEST(Catalog, OlderOrUnreadableCatalogueIsRebuilt) {
   EXPECT_EQ(drift->whole, "no meta table (schema version 1, or empty)");
   ASSERT_TRUE(upsert_run(study.path(), r2).ok());
   EXPECT_EQ(query(db, "SELECT run_id FROM runs ORDER BY run_id"), (std::vector<std::string>{"r1", "r2"}));
-  EXPECT_EQ(query_one(db, "SELECT value FROM meta WHERE key = 'version'"), "3");
+  EXPECT_EQ(query_one(db, "SELECT value FROM meta WHERE key = 'version'"), "4");
 
   write_file_atomic(db, "this is not a database, just bytes that happen to be here");
   ASSERT_TRUE(upsert_run(study.path(), r2).ok());

@@ -200,12 +200,12 @@ TEST_F(MergeRefuses, MergingAStudyIntoItself) {
 TEST_F(MergeRefuses, ACatalogueOfANewerSaddlescopeInTheOutput) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((out_ + "/catalog.sqlite").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '4' WHERE key = 'version'", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '5' WHERE key = 'version'", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
   before_ = tree_state(out_);
   auto r = merge_studies(out_, {in_});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), out_ + "/catalog.sqlite: catalogue schema version 4, this saddlescope reads version 3 "
+  EXPECT_EQ(r.status().message(), out_ + "/catalog.sqlite: catalogue schema version 5, this saddlescope reads version 4 "
                                          "(written by a newer saddlescope: use that one; delete it and run `saddlescope "
                                          "store index` to rebuild it with this saddlescope)");
   EXPECT_EQ(tree_state(out_), before_);

@@ -338,7 +338,7 @@ TEST(ProbeSpec, ErrorsSayWhatWasExpected) {
     ASSERT_FALSE(s.ok()) << text;
     EXPECT_EQ(s.status().message(), "probe '" + text + "': " + message);
   };
-  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry, noise, ops)");
+  expect("hessian", "unknown probe 'hessian' (known: curvature, symmetry, noise, ophash, ops)");
   expect("noise:k=1", "k must be >= 2, got 1");
   expect("noise:sgd_batch=-1", "sgd_batch must be >= 0, got -1");
   expect("curvature:every=0", "every must be >= 1 (or give steps with at=), got 0");

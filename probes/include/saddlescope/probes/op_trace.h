@@ -13,6 +13,7 @@
 // and its ATen name ("AddmmBackward0:mm").
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,14 +26,25 @@ namespace saddlescope::probes {
 struct TracedOp {
   std::string name;                 // see above
   std::string phase;                // fwd | bwd
-  std::vector<at::Tensor> outputs;  // detached copies of its floating outputs, on the op's device
+  std::vector<at::Tensor> outputs;  // detached copies of its floating outputs, on the op's device (kCopies)
   std::vector<std::string> inner;   // the ATen ops that ran inside it ("mm" in "linear"), sorted
+  // kDigests: a 64-bit digest of its tensor arguments as they were when it began (shapes, dtypes and
+  // bytes, in order) and of its floating outputs; the first output's shape ("64x256") and dtype.
+  uint64_t inputs_digest = 0, outputs_digest = 0;
+  std::string shape, dtype;
 };
+
+// The digest of `tensors` (shape, dtype and bytes of each, in order; undefined ones count as a marker):
+// equal tensors give equal digests on any device; one flipped bit gives another with probability
+// 1 − 2⁻⁶⁴ for all practical purposes. Reads CUDA tensors back to the host.
+uint64_t tensor_digest(const std::vector<at::Tensor>& tensors);
 
 class OpTrace {
  public:
-  // `parameters` name the ops that read them (a model's named parameters).
-  explicit OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& parameters);
+  enum class Mode { kCopies, kDigests };
+  // `parameters` name the ops that read them (a model's named parameters). kCopies keeps copies of every
+  // traced op's outputs; kDigests keeps only digests of its inputs and outputs (the ophash probe).
+  explicit OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& parameters, Mode mode = Mode::kCopies);
   ~OpTrace();
   OpTrace(const OpTrace&) = delete;
   OpTrace& operator=(const OpTrace&) = delete;
@@ -43,6 +55,8 @@ class OpTrace {
   void stop();
   // The ops recorded, in the order they ended (an op ends after the ops it calls).
   const std::vector<TracedOp>& ops() const;
+  // Forgets the ops recorded so far. REQUIRES: not started.
+  void clear();
 
   struct Impl;
 

@@ -13,6 +13,7 @@
 //              k (32, at least 2) per-example gradients it is estimated from, seed (0) for the draw of
 //              the run's gradient perturbation; the rounding is the run's gradient against float64
 //              on B probe examples (see probe.h, docs/run-store.md noise.csv)
+//   ophash     every (1), at: a digest of every op of the step, inputs and outputs (op_hashes.h)
 //   ops        every (1000), at, k (8) output elements (and weight elements) sampled per op and tap step,
 //              only (all) op names joined by '+', wgrad (true) also tap weight gradients
 //              and the loss's gradient (dgrad), seed (0);
@@ -29,7 +30,7 @@
 namespace saddlescope::probes {
 
 struct ProbeSpec {
-  std::string name;                           // curvature | symmetry | noise | ops
+  std::string name;                           // curvature | symmetry | noise | ophash | ops
   std::string text;                           // the spec as written
   int64_t every = 0;                          // cadence in optimiser steps (0: only `at`)
   std::vector<int64_t> at;                    // further steps to probe at

@@ -126,6 +126,7 @@ class RunDir {
   Result<std::vector<CurvatureEigenRow>> curvature_eigen() const { return read(kCurvatureEigen); }
   Result<std::vector<SymmetryRow>> symmetry() const { return read(kSymmetry); }
   Result<std::vector<NoiseRow>> noise() const { return read(kNoise); }
+  Result<std::vector<OpHashRow>> ophash() const { return read(kOpHash); }
   Result<std::vector<OpRow>> ops() const { return read(kOps); }
 
   // Steps of the complete snapshots, ascending.

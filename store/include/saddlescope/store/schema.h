@@ -84,6 +84,17 @@ struct NoiseRow {
 };
 extern const Table<NoiseRow> kNoise;
 
+// ophash.csv: one row per op an ophash probe step ran (probes/op_hashes.h), in execution order.
+struct OpHashRow {
+  int64_t step = 0;
+  int64_t index = 0;            // the op's place among the step's ops (0, 1, ...), in the order they ended
+  std::string phase;            // fwd | bwd | update
+  std::string op;               // as the op taps name it: "encoder.fc1:linear", "AddmmBackward0:mm", "relu"
+  std::string shape, dtype;     // of its first floating output: "64x256", "float"
+  std::string inputs, outputs;  // 16 hex digits: digests of its tensor inputs as it began, and of its outputs
+};
+extern const Table<OpHashRow> kOpHash;
+
 // ops.csv: one row per sampled op element (op taps, probes/op_taps.h).
 struct OpRow {
   int64_t step = 0;

@@ -1,0 +1,53 @@
+#include "saddlescope/probes/op_hashes.h"
+
+#include <fmt/format.h>
+
+namespace saddlescope::probes {
+
+Result<std::unique_ptr<OpHashes>> OpHashes::create(const std::vector<ProbeSpec>& specs,
+                                                   const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+                                                   const std::string& run_dir, int64_t resume_from) {
+  std::unique_ptr<OpHashes> h(new OpHashes);
+  for (const auto& s : specs)
+    if (s.name == "ophash") h->spec_ = s;
+  if (!h->spec_) return h;
+  auto csv = store::TableWriter<store::OpHashRow>::open(run_dir, store::kOpHash, resume_from);
+  if (!csv) return csv.status();
+  h->csv_.emplace(std::move(*csv));
+  h->trace_ = std::make_unique<OpTrace>(parameters, OpTrace::Mode::kDigests);
+  return h;
+}
+
+void OpHashes::begin(const char* phase) {
+  phase_ = phase ? phase : "";
+  began_ = std::chrono::steady_clock::now();
+  trace_->start();
+}
+
+void OpHashes::end() {
+  trace_->stop();
+  for (const TracedOp& op : trace_->ops()) {
+    store::OpHashRow r;
+    r.index = static_cast<int64_t>(rows_.size());
+    r.phase = phase_.empty() ? op.phase : phase_;
+    r.op = op.name;
+    r.shape = op.shape;
+    r.dtype = op.dtype;
+    r.inputs = fmt::format("{:016x}", op.inputs_digest);
+    r.outputs = fmt::format("{:016x}", op.outputs_digest);
+    rows_.push_back(std::move(r));
+  }
+  trace_->clear();
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+}
+
+Status OpHashes::write(int64_t step) {
+  for (auto& r : rows_) {
+    r.step = step;
+    csv_->append(r);
+  }
+  rows_.clear();
+  return csv_->flush();
+}
+
+}  // namespace saddlescope::probes
