@@ -267,7 +267,7 @@ TEST(Cli, ProbesFromFlagsAndFile) {
 
   std::string toml = dir.write("p.toml", "probe = [\"symmetry:every=5\", \"hessian\"]\n");
   expect_error("train --config " + toml + " " + common, toml + ":1: probe 'hessian': unknown probe 'hessian' "
-                                                       "(known: curvature, symmetry, noise, ops)");
+                                                       "(known: curvature, symmetry, noise, ophash, ops)");
   // One evaluation takes the model's keys, not a training's: --steps, --out or --probe would be ignored.
   std::string model = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --batch-size 4";
   expect_error("curvature " + common, "--steps: not used by `saddlescope curvature` (the probe's options go in "
@@ -469,6 +469,37 @@ TEST(Cli, RepeatabilityAndDiverge) {
 
   expect_error("diverge " + a + " " + dir.file("nothing"), dir.file("nothing") +
                ": not a run directory (no such directory)");
+}
+
+// The ophash probe on every step, and diverge's first divergent op: two runs of the same config have
+// none; the planted fault (the loss's gradient reads the next batch's target) parts at the loss's
+// gradient in step 0, from inputs that differ (the target); a run without digests says how to get them.
+TEST(Cli, FirstDivergentOpFromOpDigests) {
+  testing::TempDir dir;
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 4 --batch-size 4 --threads 1 "
+                       "--snapshot-every 2 --probe ophash ";
+  for (const char* name : {"a", "b"}) ASSERT_EQ(run("train " + common + "--out " + dir.file(name)).code, 0);
+  ASSERT_EQ(run("train " + common + "--fault alias-target --out " + dir.file("fault")).code, 0);
+  ASSERT_EQ(run("train --data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 4 --batch-size 4 --threads 1 "
+                "--snapshot-every 2 --out " + dir.file("plain")).code, 0);
+  const std::string a = only_run(dir.file("a")), b = only_run(dir.file("b"));
+  auto rows = store::RunDir::open(a)->ophash();
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(rows->front().step, 0);
+  EXPECT_EQ(rows->back().step, 3) << "every step";
+  EXPECT_EQ(rows->back().phase, "update");
+
+  Output same = run("diverge " + a + " " + b);
+  ASSERT_EQ(same.code, 0) << same.text;
+  EXPECT_NE(same.text.find("no divergent op in the 4 steps both runs recorded"), std::string::npos) << same.text;
+  Output fault = run("diverge " + a + " " + only_run(dir.file("fault")));
+  ASSERT_EQ(fault.code, 0) << fault.text;
+  EXPECT_NE(fault.text.find("first divergent op: step 0, op "), std::string::npos) << fault.text;
+  EXPECT_NE(fault.text.find("MseLossBackward0:mse_loss_backward (bwd, 4x12 Float): inputs differ, outputs differ"),
+            std::string::npos) << fault.text;
+  Output plain = run("diverge " + a + " " + only_run(dir.file("plain")));
+  ASSERT_EQ(plain.code, 0) << plain.text;
+  EXPECT_NE(plain.text.find("first divergent op: not recorded (train both runs with --probe ophash)"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,62 @@
+#include "saddlescope/analysis/first_op.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace saddlescope::analysis {
+namespace {
+
+using Rows = std::vector<const store::OpHashRow*>;
+
+std::map<int64_t, Rows> by_step(const std::vector<store::OpHashRow>& rows) {
+  std::map<int64_t, Rows> steps;
+  for (const auto& r : rows) steps[r.step].push_back(&r);
+  return steps;
+}
+
+void place(FirstOp* f, int64_t step, size_t i, const Rows& a, const char* kind) {
+  f->found = true;
+  f->step = step;
+  f->index = static_cast<int64_t>(i);
+  f->kind = kind;
+  if (i < a.size()) f->op = a[i]->op, f->phase = a[i]->phase, f->shape = a[i]->shape, f->dtype = a[i]->dtype;
+}
+
+}  // namespace
+
+Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const std::vector<store::OpHashRow>& b) {
+  const auto steps_a = by_step(a), steps_b = by_step(b);
+  FirstOp f;
+  for (const auto& [step, ra] : steps_a) {
+    auto it = steps_b.find(step);
+    if (it == steps_b.end()) continue;
+    const Rows& rb = it->second;
+    ++f.steps_compared;
+    for (size_t i = 0; i < std::max(ra.size(), rb.size()); ++i) {
+      if (i >= ra.size() || i >= rb.size() || ra[i]->op != rb[i]->op || ra[i]->phase != rb[i]->phase) {
+        place(&f, step, i, ra, "ops differ");
+        f.op_b = i < rb.size() ? rb[i]->op : "";
+        return f;
+      }
+      if (ra[i]->outputs != rb[i]->outputs) {
+        place(&f, step, i, ra, ra[i]->inputs == rb[i]->inputs ? "inputs equal" : "inputs differ");
+        return f;
+      }
+    }
+  }
+  if (f.steps_compared == 0)
+    return Status::Error("no step recorded by both runs' ophash.csv (train both with --probe ophash at the same steps)");
+  return f;
+}
+
+std::string describe(const FirstOp& f) {
+  if (!f.found) return fmt::format("no divergent op in the {} steps both runs recorded", f.steps_compared);
+  const std::string where = fmt::format("first divergent op: step {}, op {} of the step", f.step, f.index);
+  if (f.kind == "ops differ")
+    return fmt::format("{}: ops differ: {} against {} (another code path)", where, f.op.empty() ? "no op" : f.op,
+                       f.op_b.empty() ? "no op" : f.op_b);
+  return fmt::format("{}, {} ({}, {} {}): {}, outputs differ", where, f.op, f.phase, f.shape, f.dtype, f.kind);
+}
+
+}  // namespace saddlescope::analysis

@@ -1,0 +1,78 @@
+#include "saddlescope/analysis/first_op.h"
+
+#include <gtest/gtest.h>
+
+namespace saddlescope::analysis {
+namespace {
+
+store::OpHashRow row(int64_t step, int64_t index, const std::string& op, const std::string& in, const std::string& out) {
+  return {step, index, "fwd", op, "4x4", "Float", in, out};
+}
+
+// Run A and B: steps 0..4 of three ops each, the same digests, except what each test plants.
+std::vector<store::OpHashRow> run() {
+  std::vector<store::OpHashRow> rows;
+  for (int64_t s = 0; s < 5; ++s)
+    for (int64_t i = 0; i < 3; ++i)
+      rows.push_back(row(s, i, i == 1 ? "fc:linear" : "relu", "in" + std::to_string(s * 3 + i), "out" + std::to_string(s * 3 + i)));
+  return rows;
+}
+
+TEST(FirstOp, TheFirstOpWhoseOutputsDifferFromEqualInputs) {
+  auto a = run(), b = run();
+  b[3 * 3 + 1].outputs = "other";  // step 3, op 1: same inputs, other bits
+  b[3 * 3 + 2].inputs = b[3 * 3 + 2].outputs = "later";  // and what follows from it
+  b[4 * 3 + 0].outputs = "later";
+  auto f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(f->found);
+  EXPECT_EQ(f->step, 3);
+  EXPECT_EQ(f->index, 1);
+  EXPECT_EQ(f->kind, "inputs equal");
+  EXPECT_EQ(f->op, "fc:linear");
+  EXPECT_EQ(f->steps_compared, 4) << "steps 0 to 3 compared, the walk stops there";
+  EXPECT_EQ(describe(*f), "first divergent op: step 3, op 1 of the step, fc:linear (fwd, 4x4 Float): inputs equal, outputs differ");
+}
+
+TEST(FirstOp, InputsThatAlreadyDifferAndOpsThatDiffer) {
+  auto a = run(), b = run();
+  b[2 * 3 + 0].inputs = b[2 * 3 + 0].outputs = "apart";  // the step began apart
+  auto f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->kind, "inputs differ");
+  EXPECT_EQ(f->step, 2);
+  EXPECT_EQ(f->index, 0);
+
+  b = run();
+  b[1 * 3 + 2].op = "tanh";  // another code path
+  f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->kind, "ops differ");
+  EXPECT_EQ(f->op_b, "tanh");
+  EXPECT_EQ(describe(*f), "first divergent op: step 1, op 2 of the step: ops differ: relu against tanh (another code path)");
+
+  b = run();
+  b.erase(b.begin() + 2);  // B ran one op fewer at step 0
+  for (auto& r : b) if (r.step == 0 && r.index == 2) FAIL();
+  f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->kind, "ops differ");
+  EXPECT_EQ(f->step, 0);
+  EXPECT_EQ(f->op_b, "");
+}
+
+TEST(FirstOp, EqualRunsAndRunsWithNoCommonStep) {
+  auto a = run();
+  auto f = first_divergent_op(a, a);
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(f->found);
+  EXPECT_EQ(describe(*f), "no divergent op in the 5 steps both runs recorded");
+  std::vector<store::OpHashRow> other = {row(7, 0, "relu", "x", "y")};
+  auto none = first_divergent_op(a, other);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            "no step recorded by both runs' ophash.csv (train both with --probe ophash at the same steps)");
+}
+
+}  // namespace
+}  // namespace saddlescope::analysis
