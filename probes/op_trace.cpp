@@ -1,5 +1,6 @@
 #include "saddlescope/probes/op_trace.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -45,11 +46,33 @@ std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& values) {
   return out;
 }
 
-// 64-bit multiply-xorshift mixing of 8-byte words (the tail zero-padded).
+// 64-bit multiply-xorshift mixing of one word into a running digest.
 uint64_t mix(uint64_t h, uint64_t w) {
   h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   h *= 0xff51afd7ed558ccdull;
   return h ^ (h >> 33);
+}
+
+// The bytes' digest: four independent lanes of 8-byte words (so that the multiplies overlap: about four
+// times the throughput of one chain), the tail zero-padded, then the lanes and the length mixed.
+uint64_t bytes_digest(const unsigned char* p, size_t n) {
+  uint64_t lane[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * 0x9fb21c651e98df25ull;
+      lane[k] ^= lane[k] >> 29;
+    }
+  uint64_t h = static_cast<uint64_t>(n);
+  for (uint64_t l : lane) h = mix(h, l);
+  for (; i < n; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, std::min<size_t>(8, n - i));
+    h = mix(h, w);
+  }
+  return h;
 }
 
 }  // namespace
@@ -64,17 +87,8 @@ uint64_t tensor_digest(const std::vector<at::Tensor>& tensors) {
     h = mix(h, static_cast<uint64_t>(t.scalar_type()));
     for (int64_t d : t.sizes()) h = mix(h, static_cast<uint64_t>(d));
     const at::Tensor c = t.detach().to(at::kCPU).contiguous();
-    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, bytes + i, 8);
-      h = mix(h, w);
-    }
-    uint64_t tail = 0;
-    std::memcpy(&tail, bytes + i, n - i);
-    h = mix(h, tail ^ (static_cast<uint64_t>(n) << 56));
+    h = mix(h, bytes_digest(static_cast<const unsigned char*>(c.data_ptr()),
+                            static_cast<size_t>(c.numel()) * c.element_size()));
   }
   return h;
 }
