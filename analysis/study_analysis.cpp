@@ -144,9 +144,9 @@ void refine(Run& r, std::vector<store::CurvatureRow> rows, const AnalysisOptions
   if (auto eps = find_episodes(rows, r.metrics, o.episodes, r.symmetry); eps.ok()) r.episodes = std::move(*eps);
 }
 
-// The run's noise.csv with the learning rate and probe loss at its steps; a table that cannot be read
-// is noted, and the run is still analysed.
-void read_noise(Run& r, const store::RunDir& dir) {
+// The run's noise.csv with the learning rate and probe loss (from `curvature`, the run's curvature rows
+// or null) at its steps; a table that cannot be read is noted, and the run is still analysed.
+void read_noise(Run& r, const store::RunDir& dir, const std::vector<store::CurvatureRow>* curvature) {
   if (!dir.has(store::kNoise.file)) return;
   auto rows = dir.noise();
   if (!rows) {
@@ -157,9 +157,8 @@ void read_noise(Run& r, const store::RunDir& dir) {
   r.noise.group = r.group;
   r.noise.rows = std::move(*rows);
   for (const auto& m : r.metrics) r.noise.lr[m.step] = m.lr;
-  if (dir.has(store::kCurvature.file))
-    if (auto curvature = dir.curvature(); curvature.ok())
-      for (const auto& c : *curvature) r.noise.probe_loss[c.step] = c.probe_loss;
+  if (curvature)
+    for (const auto& c : *curvature) r.noise.probe_loss[c.step] = c.probe_loss;
 }
 
 Run read_run(const std::string& study_dir, const std::string& name, const AnalysisOptions& o, const CurvatureAt& at) {
@@ -209,10 +208,12 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
     }
     r.symmetry = std::move(*symmetry);
   }
-  read_noise(r, *dir);
-  if (!dir->has(store::kCurvature.file)) {
-    r.episodes_note = "no curvature probe: episodes need curvature.csv";
-  } else if (auto curvature = dir->curvature(); !curvature) {
+  auto curvature = dir->has(store::kCurvature.file)
+                       ? dir->curvature()
+                       : Result<std::vector<store::CurvatureRow>>(
+                             Status::Error("no curvature probe: episodes need curvature.csv"));
+  read_noise(r, *dir, curvature.ok() ? &*curvature : nullptr);
+  if (!curvature) {
     r.episodes_note = curvature.status().message();
   } else if (auto eps = find_episodes(*curvature, r.metrics, o.episodes, r.symmetry); !eps) {
     r.episodes_note = eps.status().message();
@@ -289,9 +290,7 @@ json theory_of(const Episode& e, const Run& r, double f, int64_t params, double 
   for (double x : {r_entry, r_perturbation, r_rounding})
     if (std::isfinite(x)) r0 = std::max(r0, x);
   const double R = lambda > 0 ? std::sqrt(2 * f * std::fabs(e.loss_entry) / lambda) : kNaN;
-  double predicted = kNaN;
-  if (e.lambda_min_entry < 0 && eta > 0 && r0 > 0 && std::isfinite(R))
-    predicted = R > r0 ? std::log(R / r0) / std::log1p(eta * lambda) : 0.0;
+  const double predicted = escape_steps(e.lambda_min_entry, eta, e.loss_entry, f, r0);
   t["r_entry"] = num(r_entry);
   t["r_perturbation"] = num(r_perturbation);
   t["r_rounding"] = num(r_rounding);
