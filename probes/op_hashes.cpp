@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 namespace saddlescope::probes {
 
 Result<std::unique_ptr<OpHashes>> OpHashes::create(const std::vector<ProbeSpec>& specs,
@@ -20,12 +22,12 @@ Result<std::unique_ptr<OpHashes>> OpHashes::create(const std::vector<ProbeSpec>&
 
 void OpHashes::begin(const char* phase) {
   phase_ = phase ? phase : "";
-  began_ = std::chrono::steady_clock::now();
   trace_->start();
 }
 
 void OpHashes::end() {
   trace_->stop();
+  const auto t0 = std::chrono::steady_clock::now();
   for (const TracedOp& op : trace_->ops()) {
     store::OpHashRow r;
     r.index = static_cast<int64_t>(rows_.size());
@@ -38,8 +40,10 @@ void OpHashes::end() {
     rows_.push_back(std::move(r));
   }
   trace_->clear();
-  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+double OpHashes::seconds() const { return seconds_ + (trace_ ? trace_->seconds() : 0.0); }
 
 Status OpHashes::write(int64_t step) {
   for (auto& r : rows_) {

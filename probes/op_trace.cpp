@@ -1,6 +1,8 @@
 #include "saddlescope/probes/op_trace.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -30,11 +32,6 @@ thread_local bool t_busy = false;  // set while the trace copies outputs: its ow
 
 bool is_floating(const at::Tensor& t) { return t.defined() && t.is_floating_point(); }
 
-// Marks this thread's trace work (copies, digests), whose own ops are not traced.
-struct Busy {
-  Busy() { t_busy = true; }
-  ~Busy() { t_busy = false; }
-};
 
 std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& values) {
   std::vector<at::Tensor> out;
@@ -97,11 +94,26 @@ struct OpTrace::Impl {
   OpTrace::Mode mode = OpTrace::Mode::kCopies;
   internal::ParameterNames parameters;
   internal::Registration<Impl> registration;
+  std::atomic<int64_t> busy_ns{0};  // time spent copying and hashing, on every thread
   std::mutex mutex;
   std::vector<TracedOp> ops;  // guarded by mutex
 };
 
 namespace {
+
+// Marks this thread's trace work (copies, digests), whose own ops are not traced, and times it.
+class Busy {
+ public:
+  explicit Busy(OpTrace::Impl* m) : m_(m), t0_(std::chrono::steady_clock::now()) { t_busy = true; }
+  ~Busy() {
+    t_busy = false;
+    m_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  OpTrace::Impl* m_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 OpTrace::Impl* active() { return internal::Registration<OpTrace::Impl>::active(); }
 
@@ -119,7 +131,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (f.outermost) {
       f.inputs = internal::own_values(fn, false);
       if (m->mode == OpTrace::Mode::kDigests && !internal::moves_data(f.name)) {
-        Busy busy;
+        Busy busy(m);
         f.inputs_digest = tensor_digest(tensors_of(f.inputs));
       }
       const bool in_backward = !stack.empty();
@@ -149,7 +161,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   stack.pop_back();
   OpTrace::Impl* m = active();
   if (!m || f.backward || !f.outermost || internal::moves_data(f.name)) return;
-  Busy busy;
+  Busy busy(m);
   TracedOp op;
   const std::string kernel = internal::short_name(f.name);
   op.name = f.module.empty() ? kernel : f.module + ":" + kernel;
@@ -197,5 +209,7 @@ void OpTrace::stop() { impl_->registration.stop(impl_.get()); }
 const std::vector<TracedOp>& OpTrace::ops() const { return impl_->ops; }
 
 void OpTrace::clear() { impl_->ops.clear(); }
+
+double OpTrace::seconds() const { return static_cast<double>(impl_->busy_ns.load()) * 1e-9; }
 
 }  // namespace saddlescope::probes

@@ -9,7 +9,6 @@
 // eagerly (no CUDA graph).
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,7 +39,8 @@ class OpHashes {
   void end();
   // Writes the step's rows and forgets them.
   Status write(int64_t step);
-  double seconds() const { return seconds_; }
+  // Seconds spent hashing and making rows (the traced ops' own time left out): the manifest's tap_s.
+  double seconds() const;
 
  private:
   OpHashes() = default;
@@ -49,8 +49,7 @@ class OpHashes {
   std::optional<store::TableWriter<store::OpHashRow>> csv_;
   std::vector<store::OpHashRow> rows_;  // this step's so far
   std::string phase_;
-  double seconds_ = 0;
-  std::chrono::steady_clock::time_point began_;
+  double seconds_ = 0;  // making rows; the trace times its hashing
 };
 
 }  // namespace saddlescope::probes

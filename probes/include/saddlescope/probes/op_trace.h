@@ -57,6 +57,8 @@ class OpTrace {
   const std::vector<TracedOp>& ops() const;
   // Forgets the ops recorded so far. REQUIRES: not started.
   void clear();
+  // Seconds the trace itself has spent copying or hashing, not the traced ops' own time.
+  double seconds() const;
 
   struct Impl;
 
