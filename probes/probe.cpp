@@ -1,5 +1,6 @@
 #include "saddlescope/probes/probe.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -377,27 +378,27 @@ Result<ProbeSet> ProbeSet::create(const std::vector<ProbeSpec>& specs, int64_t n
   SADDLESCOPE_RETURN_IF_ERROR(check_probes(specs, n_params));
   ProbeSet set;
   auto vmin = std::make_shared<LatestVmin>();
-  // In this order whatever the specs' order: the noise probe reads the curvature probe's v_min.
-  for (const char* name : {"curvature", "symmetry", "noise"})
-    for (const auto& spec : specs) {
-      if (spec.name != name) continue;
-      if (spec.name == "curvature") {
-        auto csv = store::TableWriter<store::CurvatureRow>::open(run_dir, store::kCurvature, resume_from);
-        if (!csv) return csv.status();
-        auto eigen = store::TableWriter<store::CurvatureEigenRow>::open(run_dir, store::kCurvatureEigen, resume_from);
-        if (!eigen) return eigen.status();
-        set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen),
-                                                               set.failures_, vmin));
-      } else if (spec.name == "symmetry") {
-        auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
-        if (!csv) return csv.status();
-        set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
-      } else {
-        auto csv = store::TableWriter<store::NoiseRow>::open(run_dir, store::kNoise, resume_from);
-        if (!csv) return csv.status();
-        set.probes_.push_back(std::make_unique<NoiseProbe>(spec, std::move(*csv), vmin));
-      }
+  // The curvature probe first whatever the specs' order: the noise probe reads its v_min.
+  std::vector<ProbeSpec> ordered = specs;
+  std::stable_partition(ordered.begin(), ordered.end(), [](const ProbeSpec& s) { return s.name == "curvature"; });
+  for (const auto& spec : ordered) {
+    if (spec.name == "curvature") {
+      auto csv = store::TableWriter<store::CurvatureRow>::open(run_dir, store::kCurvature, resume_from);
+      if (!csv) return csv.status();
+      auto eigen = store::TableWriter<store::CurvatureEigenRow>::open(run_dir, store::kCurvatureEigen, resume_from);
+      if (!eigen) return eigen.status();
+      set.probes_.push_back(std::make_unique<CurvatureProbe>(spec, run_dir, std::move(*csv), std::move(*eigen),
+                                                             set.failures_, vmin));
+    } else if (spec.name == "symmetry") {
+      auto csv = store::TableWriter<store::SymmetryRow>::open(run_dir, store::kSymmetry, resume_from);
+      if (!csv) return csv.status();
+      set.probes_.push_back(std::make_unique<SymmetryProbe>(spec, std::move(*csv)));
+    } else if (spec.name == "noise") {
+      auto csv = store::TableWriter<store::NoiseRow>::open(run_dir, store::kNoise, resume_from);
+      if (!csv) return csv.status();
+      set.probes_.push_back(std::make_unique<NoiseProbe>(spec, std::move(*csv), vmin));
     }
+  }
   return set;
 }
 
