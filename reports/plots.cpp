@@ -575,7 +575,7 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
 // ---- Noise budget ------------------------------------------------------------------------------------
 
 // Rounding and SGD's sampling noise over steps, from the analysis's noise rows: per group a solid line
-// (rounding) and a dashed one (sampling) for each run, log scale; zeros (rounding at an exact point,
+// (rounding) and a dotted one (sampling) for each run, log scale; zeros (rounding at an exact point,
 // sampling at full batch) cannot be drawn on it and are left out.
 std::optional<Figure> noise_figure(const StudyData& s) {
   const json& rows = store::field(store::field(s.analysis, "noise_budget"), "rows");

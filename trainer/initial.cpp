@@ -17,6 +17,12 @@ int64_t parameter_count(Model& model) {
   return n;
 }
 
+std::vector<std::pair<std::string, at::Tensor>> named_parameters(Model& model) {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  for (const auto& p : model.module().named_parameters()) named.emplace_back(p.key(), p.value());
+  return named;
+}
+
 Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset& data, Perturber& perturb,
                                              nlohmann::json* applied) {
   auto model = make_model(cfg, data);

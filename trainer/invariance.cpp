@@ -124,9 +124,8 @@ void synchronize(const torch::Device& device) {
 class Checker {
  public:
   Checker(const InvarianceOptions& o, std::shared_ptr<Model> model, torch::Tensor rows)
-      : o_(o), model_(std::move(model)), rows_(std::move(rows)), device_(rows_.device()) {
-    for (const auto& p : model_->module().named_parameters()) parameters_.emplace_back(p.key(), p.value());
-  }
+      : o_(o), model_(std::move(model)), rows_(std::move(rows)), device_(rows_.device()),
+        parameters_(named_parameters(*model_)) {}
 
   // The batch of `batch` rows with example `e` at `row`: the other rows follow the examples.
   torch::Tensor batch_of(int64_t e, int64_t batch, int64_t row) const {

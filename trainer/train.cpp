@@ -347,9 +347,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   auto probe_set = probes::ProbeSet::create(specs, n_params, dir, resume_from);
   auto taps = probe_set ? probes::OpTaps::create(specs, tap_ops, dir, resume_from, generic_taps)
                         : Result<std::shared_ptr<probes::OpTaps>>(probe_set.status());
-  std::vector<std::pair<std::string, at::Tensor>> parameters;
-  for (const auto& p : (*model)->module().named_parameters()) parameters.emplace_back(p.key(), p.value());
-  auto hashes = taps ? probes::OpHashes::create(specs, parameters, dir, resume_from)
+  auto hashes = taps ? probes::OpHashes::create(specs, named_parameters(**model), dir, resume_from)
                      : Result<std::unique_ptr<probes::OpHashes>>(taps.status());
   if (!hashes) {
     record.manifest().error = hashes.status().message();

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
@@ -22,5 +25,7 @@ Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset
 
 torch::Dtype dtype_of(const RunConfig& cfg);
 int64_t parameter_count(Model& model);
+// The model's parameters with their names ("encoder.fc1.weight"), as the op observers name ops by them.
+std::vector<std::pair<std::string, at::Tensor>> named_parameters(Model& model);
 
 }  // namespace saddlescope::trainer
