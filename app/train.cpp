@@ -14,12 +14,8 @@
 
 namespace saddlescope::app {
 Result<trainer::RunConfig> run_config(const std::string& run_dir) {
-  auto run = store::RunDir::open(run_dir);
-  if (!run) return run.status();
   trainer::ConfigBuilder builder;
-  nlohmann::json config = run->manifest().config;
-  config["out"] = run->study_dir();
-  SADDLESCOPE_RETURN_IF_ERROR(builder.load_json(config, run_dir + "/manifest.json"));
+  SADDLESCOPE_RETURN_IF_ERROR(load_run_config(&builder, run_dir));
   return builder.resolve();
 }
 

@@ -88,6 +88,25 @@ std::vector<std::string> probe_names() {
   return n;
 }
 
+std::string probe_grammar() {
+  std::string g;
+  const auto& all = probes();
+  for (size_t i = 0; i < all.size(); ++i) {
+    g += i == 0 ? "" : i + 1 == all.size() ? " or " : ", ";
+    g += std::string(all[i].name) + "[:";
+    for (size_t j = 0; j < all[i].options.size(); ++j) {
+      const Option& o = all[i].options[j];
+      const std::string value = o.type == Type::kSteps   ? "S+S"
+                                : o.type == Type::kNames ? "NAME+NAME"
+                                : *o.default_value       ? o.default_value
+                                                         : "false";
+      g += (j ? "," : "") + std::string(o.key) + "=" + value;
+    }
+    g += "]";
+  }
+  return g;
+}
+
 Result<ProbeSpec> parse_probe_spec(const std::string& text, const std::map<std::string, std::string>& defaults) {
   auto bad = [&](const std::string& what) { return Status::Error("probe '" + text + "': " + what); };
   size_t colon = text.find(':');

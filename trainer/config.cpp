@@ -43,7 +43,7 @@ struct Value {
 struct Key {
   const char* name;
   Kind kind;
-  const char* help;
+  std::string help;
   std::function<std::string(RunConfig&, const Value&)> set;
   std::function<nlohmann::json(const RunConfig&)> get;
   bool cuda_only = false;  // changing it on a CPU device is an error: it could not be honoured
@@ -277,9 +277,7 @@ const std::vector<Key>& keys() {
        "target overwrites between forward and backward: the gradient is against the wrong target)",
        [](RunConfig& c, const Value& v) { c.fault = v.s; return one_of(v.s, {"none", "alias-target"}); }, FIELD(fault)},
       {"probe", Kind::kStringList,
-       "probes, repeatable: curvature[:every=2500,k=1,tol=0.001,iters=100,batch=256 (prednet: 8),float64=false,trace=0,"
-       "slq=0,slq_steps=40,vectors=false,seed=0,graph=true,at=S+S], symmetry[:every=100,at=S+S] or "
-       "ops[:every=1000,k=8,only=NAME+NAME,wgrad=true,seed=0,at=S+S]",
+       "probes, repeatable: " + probes::probe_grammar() + " (prednet's curvature batch: 8)",
        [](RunConfig& c, const Value& v) -> std::string {
          // Checked now, resolved by resolve() once the model (and so its probe defaults) is known.
          c.probes.clear();

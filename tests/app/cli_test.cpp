@@ -499,7 +499,41 @@ TEST(Cli, FirstDivergentOpFromOpDigests) {
             std::string::npos) << fault.text;
   Output plain = run("diverge " + a + " " + only_run(dir.file("plain")));
   ASSERT_EQ(plain.code, 0) << plain.text;
-  EXPECT_NE(plain.text.find("first divergent op: not recorded (train both runs with --probe ophash)"), std::string::npos);
+  EXPECT_NE(plain.text.find("first divergent op: none: the runs' parameters and losses agree bitwise"),
+            std::string::npos) << plain.text;
+}
+
+// Runs that recorded no digests are trained again with ophash through the first step they differ.
+TEST(Cli, FirstDivergentOpFromReplaysWhenTheRunsRecordedNone) {
+  testing::TempDir dir;
+  std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 6 --batch-size 4 --threads 1 ";
+  ASSERT_EQ(run("train " + common + "--out " + dir.file("plain")).code, 0);
+  ASSERT_EQ(run("train " + common + "--fault alias-target --out " + dir.file("fault")).code, 0);
+  const std::string plain = only_run(dir.file("plain")), fault = only_run(dir.file("fault"));
+
+  Output off = run("diverge --no-replay " + plain + " " + fault);
+  ASSERT_EQ(off.code, 0) << off.text;
+  EXPECT_NE(off.text.find("first divergent op: not recorded"), std::string::npos) << off.text;
+
+  const std::string json = dir.file("op.json"), kept = dir.file("replays");
+  Output r = run("diverge " + plain + " " + fault + " --json " + json + " --replay-dir " + kept);
+  ASSERT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("first divergent op: step 0, op "), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("MseLossBackward0:mse_loss_backward (bwd, 4x12 Float): inputs differ, outputs differ "
+                        "(in replays of steps 0 to 1)"),
+            std::string::npos) << r.text << " (the losses first differ at step 1: steps 0 and 1 replayed)";
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["source"], "replayed");
+  EXPECT_EQ(j["step"], 0);
+  EXPECT_EQ(j["op"], "MseLossBackward0:mse_loss_backward");
+  EXPECT_TRUE(std::filesystem::exists(kept + "/a/runs")) << "--replay-dir keeps the replays";
+
+  Output again = run("diverge " + plain + " " + fault + " --replay-dir " + kept);
+  EXPECT_EQ(again.code, 1) << again.text;
+  EXPECT_NE(again.text.find("--replay-dir: " + kept + " exists"), std::string::npos) << again.text;
+  Output missing = run("diverge " + plain + " " + dir.file("nothing"));
+  EXPECT_EQ(missing.code, 1) << missing.text;
 }
 
 }  // namespace

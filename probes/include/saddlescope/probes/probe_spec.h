@@ -58,4 +58,8 @@ Result<ProbeSpec> parse_probe_spec(const std::string& text, const std::map<std::
 // The names of the known probes, for help texts.
 std::vector<std::string> probe_names();
 
+// Every probe with its options and their defaults, for help texts: "curvature[:every=2500,...], ..., or
+// ops[:every=1000,...]". Generated from the table parse_probe_spec checks against.
+std::string probe_grammar();
+
 }  // namespace saddlescope::probes
