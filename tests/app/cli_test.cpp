@@ -60,6 +60,7 @@ TEST(Cli, TrainFlagErrors) {
                "model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not mnist");
   expect_error("train --data mnist --batch-size 60001 --steps 1" + out,
                "batch_size 60001 exceeds the 60000 training examples of mnist");
+  expect_error("train --like " + dir.path() + out, "--like: " + dir.path() + ": not a run directory (no manifest.json)");
   EXPECT_FALSE(fs::exists(dir.file("s"))) << "nothing written on bad input";
   Output unknown = run("train --learning-rate 1");
   EXPECT_EQ(unknown.code, 2) << "a usage error";
@@ -501,6 +502,20 @@ TEST(Cli, FirstDivergentOpFromOpDigests) {
   ASSERT_EQ(plain.code, 0) << plain.text;
   EXPECT_NE(plain.text.find("first divergent op: none: the runs' parameters and losses agree bitwise"),
             std::string::npos) << plain.text;
+}
+
+// train --like RUN: that run's config, with the flags given on top.
+TEST(Cli, TrainLikeARunTakesItsConfigAndTheFlagsOverIt) {
+  testing::TempDir dir;
+  ASSERT_EQ(run("train --data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 6 --batch-size 4 --threads 1 --lr 0.01 "
+                "--out " + dir.file("first")).code, 0);
+  const std::string first = only_run(dir.file("first"));
+  ASSERT_EQ(run("train --like " + first + " --steps 2 --out " + dir.file("again")).code, 0);
+  auto again = store::RunDir::open(only_run(dir.file("again")));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->manifest().config_value("steps"), 2) << "the flag over the run's config";
+  EXPECT_EQ(again->manifest().config_value("lr"), 0.01) << "the rest from the run";
+  EXPECT_EQ(again->manifest().config_value("hidden"), nlohmann::json({8, 4}));
 }
 
 // Runs that recorded no digests are trained again with ophash through the first step they differ.
