@@ -93,11 +93,11 @@ std::string TrainStep::non_finite() const {
   return what;
 }
 
-void TrainStep::update() {
+void TrainStep::update(bool eager) {
   update_graph_.run([&] {
     norm_.copy_(flat_.grad().norm());
     perturb_.step(*optimizer_, params_);
-  });
+  }, eager);
 }
 
 }  // namespace saddlescope::trainer

@@ -178,7 +178,7 @@ Status train_loop(Loop& L, TrainResult* result) {
     if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) train_step.set_lr(cfg.lr / 10);
     double lr = train_step.lr();
     if (hash) L.hashes.begin("update");
-    train_step.update();
+    train_step.update(/*eager=*/hash);
     if (hash) {
       L.hashes.end();
       SADDLESCOPE_RETURN_IF_ERROR(L.hashes.write(step));

@@ -76,6 +76,25 @@ TEST(CudaGraph, ReplaysGiveTheBitsOfEagerSteps) {
   }
 }
 
+// ophash on steps after the capture: those steps run eagerly, the update too (a trace that read a tensor
+// back inside a capture would fail there), every op is recorded, and the bits are the eager run's.
+TEST(CudaGraph, OphashStepsRunEagerlyUpdateIncluded) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  testing::TempDir dir;
+  auto eager = train(tiny_prednet(dir, "eager", false, "none"), {false, nullptr});
+  auto graph = train(tiny_prednet(dir, "graph", true, "none", {{"probe", "ophash:at=8+9"}}), {false, nullptr});
+  ASSERT_TRUE(eager.ok()) << eager.status().message();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  expect_same_results(eager->run_dir, graph->run_dir);
+  auto lines = testing::read_lines(graph->run_dir + "/ophash.csv");
+  int update_rows[2] = {0, 0};
+  for (const auto& line : lines)
+    for (int s : {8, 9})
+      if (line.rfind(std::to_string(s) + ",", 0) == 0 && line.find(",update,") != std::string::npos) ++update_rows[s - 8];
+  EXPECT_GT(update_rows[0], 0) << "the update of step 8 traced";
+  EXPECT_EQ(update_rows[0], update_rows[1]) << "the same update ops at both steps";
+}
+
 // kernels = fused: the project's own kernels are captured with the rest of the step.
 TEST(CudaGraph, FusedKernelsReplayGivesTheBitsOfEagerSteps) {
   if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";

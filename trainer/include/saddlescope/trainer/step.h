@@ -47,7 +47,9 @@ class TrainStep {
   // batch the data pipeline produces after `batch` (its target overwrites the loss's). eager: run it
   // without replaying, so that hooks on the ops see it (op taps); the results are the same.
   void compute(const torch::Tensor& batch, bool eager = false, const torch::Tensor& next = {});
-  void update();
+  // eager: as compute's (the ophash probe traces the optimiser's ops too; a trace that copied a tensor
+  // to the host inside a capture would fail there).
+  void update(bool eager = false);
 
   // The learning rate from the next update on (enqueued; captured updates read it from the device).
   void set_lr(double lr) { optimizer_->set_lr(lr); }
