@@ -23,6 +23,33 @@ void place(FirstOp* f, int64_t step, size_t i, const Rows& a, const char* kind) 
   if (i < a.size()) f->op = a[i]->op, f->phase = a[i]->phase, f->shape = a[i]->shape, f->dtype = a[i]->dtype;
 }
 
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t plus; (plus = s.find('+', from)) != std::string::npos; from = plus + 1) parts.push_back(s.substr(from, plus - from));
+  parts.push_back(s.substr(from));
+  return parts;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Which result of `a` (against `b`, the same op) parted first.
+void name_result(FirstOp* f, const store::OpHashRow& a, const store::OpHashRow& b) {
+  const std::vector<std::string> oa = split(a.outputs), ob = split(b.outputs), shapes = split(a.shape);
+  if (oa.size() < 2 || oa.size() != ob.size()) return;
+  for (size_t k = 0; k < oa.size(); ++k) {
+    if (oa[k] == ob[k]) continue;
+    static const char* kConvolution[] = {"the input gradient", "the weight gradient", "the bias gradient"};
+    f->result = ends_with(a.op, "convolution_backward") && k < 3
+                    ? kConvolution[k]
+                    : fmt::format("result {} of {}", k + 1, oa.size());
+    f->result_shape = k < shapes.size() ? shapes[k] : "";
+    return;
+  }
+}
+
 }  // namespace
 
 Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const std::vector<store::OpHashRow>& b) {
@@ -41,6 +68,7 @@ Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const
       }
       if (ra[i]->outputs != rb[i]->outputs) {
         place(&f, step, i, ra, ra[i]->inputs == rb[i]->inputs ? "inputs equal" : "inputs differ");
+        name_result(&f, *ra[i], *rb[i]);
         return f;
       }
     }
@@ -56,7 +84,9 @@ std::string describe(const FirstOp& f) {
   if (f.kind == "ops differ")
     return fmt::format("{}: ops differ: {} against {} (another code path)", where, f.op.empty() ? "no op" : f.op,
                        f.op_b.empty() ? "no op" : f.op_b);
-  return fmt::format("{}, {} ({}, {} {}): {}, outputs differ", where, f.op, f.phase, f.shape, f.dtype, f.kind);
+  std::string text = fmt::format("{}, {} ({}, {} {}): {}, outputs differ", where, f.op, f.phase, f.shape, f.dtype, f.kind);
+  if (!f.result.empty()) text += fmt::format(": {}, {}", f.result, f.result_shape);
+  return text;
 }
 
 }  // namespace saddlescope::analysis

@@ -5,6 +5,16 @@
 #include <chrono>
 
 namespace saddlescope::probes {
+namespace {
+
+// One result: itself; several: joined by '+' ("4x40x16x16+32x40x3x3+32").
+std::string join(const std::vector<std::string>& parts) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? "+" : "") + parts[i];
+  return s;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<OpHashes>> OpHashes::create(const std::vector<ProbeSpec>& specs,
                                                    const std::vector<std::pair<std::string, at::Tensor>>& parameters,
@@ -33,10 +43,10 @@ void OpHashes::end() {
     r.index = static_cast<int64_t>(rows_.size());
     r.phase = phase_.empty() ? op.phase : phase_;
     r.op = op.name;
-    r.shape = op.shape;
+    r.shape = join(op.output_shapes);
     r.dtype = op.dtype;
     r.inputs = fmt::format("{:016x}", op.inputs_digest);
-    r.outputs = fmt::format("{:016x}", op.outputs_digest);
+    r.outputs = join(op.output_digests);
     rows_.push_back(std::move(r));
   }
   trace_->clear();

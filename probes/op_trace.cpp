@@ -1,5 +1,7 @@
 #include "saddlescope/probes/op_trace.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -167,26 +169,37 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   op.name = f.module.empty() ? kernel : f.module + ":" + kernel;
   op.phase = stack.empty() ? "fwd" : "bwd";
   op.inner.assign(f.inner.begin(), f.inner.end());
-  std::vector<at::Tensor> outputs;
-  for (const auto& v : internal::own_values(fn, true)) {
-    if (!v.isTensor() || !is_floating(v.toTensor())) continue;
-    const at::Tensor& out = v.toTensor();
-    // A copy leaves out views of an input; a digest keeps them: an in-place op's result is one.
-    bool view = false;
-    for (const auto& in : f.inputs)
-      if (in.isTensor() && in.toTensor().defined() && out.is_alias_of(in.toTensor())) view = true;
-    if (!view || m->mode == OpTrace::Mode::kDigests) outputs.push_back(out);
-  }
-  if (outputs.empty()) return;
+  const std::vector<c10::IValue> results = internal::own_values(fn, true);
   if (m->mode == OpTrace::Mode::kDigests) {
+    // Every tensor result keeps its place (a view of an input too: an in-place op's result is one).
+    bool any = false;
+    for (const auto& v : results) {
+      if (!v.isTensor()) continue;
+      const at::Tensor& out = v.toTensor();
+      if (!is_floating(out)) {
+        op.output_digests.emplace_back();
+        op.output_shapes.emplace_back("-");
+        continue;
+      }
+      std::string shape;
+      for (int64_t d : out.sizes()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      op.output_digests.push_back(fmt::format("{:016x}", tensor_digest({out})));
+      op.output_shapes.push_back(shape.empty() ? "scalar" : shape);
+      if (!any) op.dtype = c10::toString(out.scalar_type());
+      any = true;
+    }
+    if (!any) return;
     op.inputs_digest = f.inputs_digest;
-    op.outputs_digest = tensor_digest(outputs);
-    std::string shape;
-    for (int64_t d : outputs.front().sizes()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    op.shape = shape.empty() ? "scalar" : shape;
-    op.dtype = c10::toString(outputs.front().scalar_type());
   } else {
-    for (const at::Tensor& out : outputs) op.outputs.push_back(out.detach().clone());
+    for (const auto& v : results) {
+      if (!v.isTensor() || !is_floating(v.toTensor())) continue;
+      const at::Tensor& out = v.toTensor();
+      bool view = false;  // a copy leaves out views of an input
+      for (const auto& in : f.inputs)
+        if (in.isTensor() && in.toTensor().defined() && out.is_alias_of(in.toTensor())) view = true;
+      if (!view) op.outputs.push_back(out.detach().clone());
+    }
+    if (op.outputs.empty()) return;
   }
   std::lock_guard<std::mutex> lock(m->mutex);
   m->ops.push_back(std::move(op));

@@ -34,6 +34,32 @@ TEST(FirstOp, TheFirstOpWhoseOutputsDifferFromEqualInputs) {
   EXPECT_EQ(describe(*f), "first divergent op: step 3, op 1 of the step, fc:linear (fwd, 4x4 Float): inputs equal, outputs differ");
 }
 
+// An op of several results (ophash.csv joins their digests and shapes with '+') says which one parted.
+TEST(FirstOp, NamesTheResultThatPartedAmongSeveral) {
+  auto a = run(), b = run();
+  for (auto* r : {&a[4], &b[4]}) {
+    r->op = "ConvolutionBackward0:convolution_backward";
+    r->phase = "bwd";
+    r->shape = "4x40x16x16+32x40x3x3+32";
+    r->outputs = "aaaa+bbbb+cccc";
+  }
+  b[4].outputs = "aaaa+dddd+cccc";  // the weight gradient's bits differ, the others agree
+  auto f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->step, 1);
+  EXPECT_EQ(f->result, "the weight gradient");
+  EXPECT_EQ(f->result_shape, "32x40x3x3");
+  EXPECT_EQ(describe(*f), "first divergent op: step 1, op 1 of the step, ConvolutionBackward0:convolution_backward (bwd, "
+                          "4x40x16x16+32x40x3x3+32 Float): inputs equal, outputs differ: the weight gradient, 32x40x3x3");
+  a[4].op = b[4].op = "AddmmBackward0:mm";
+  a[4].shape = b[4].shape = "64x256+-+256x784";
+  a[4].outputs = "aaaa++bbbb", b[4].outputs = "aaaa++dddd";
+  f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->result, "result 3 of 3") << "any other op: its place among the results";
+  EXPECT_EQ(f->result_shape, "256x784");
+}
+
 TEST(FirstOp, InputsThatAlreadyDifferAndOpsThatDiffer) {
   auto a = run(), b = run();
   b[2 * 3 + 0].inputs = b[2 * 3 + 0].outputs = "apart";  // the step began apart

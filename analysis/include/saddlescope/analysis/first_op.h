@@ -24,6 +24,10 @@ struct FirstOp {
   std::string kind;            // inputs equal | inputs differ | ops differ
   std::string op, phase, shape, dtype;  // run A's op there
   std::string op_b;            // ops differ: run B's op there ("" when B ran no more ops)
+  // Which of the op's results parted first, when it has several: "the weight gradient" (a
+  // convolution's backward: input, weight and bias gradients), else "result 2 of 3"; "" for one.
+  std::string result;
+  std::string result_shape;    // that result's shape
 };
 
 // REQUIRES: each run's rows in step order, and in index order within a step (as the probe writes them).
@@ -31,7 +35,8 @@ struct FirstOp {
 Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const std::vector<store::OpHashRow>& b);
 
 // One line: "first divergent op: step 3, encoder.fc1:linear (fwd, 64x256 Float): inputs equal, outputs
-// differ", or "no divergent op in the N steps both runs recorded".
+// differ" (with ": the weight gradient, 32x40x3x3" for an op of several results), or "no divergent op
+// in the N steps both runs recorded".
 std::string describe(const FirstOp& f);
 
 }  // namespace saddlescope::analysis

@@ -29,9 +29,14 @@ struct TracedOp {
   std::vector<at::Tensor> outputs;  // detached copies of its floating outputs, on the op's device (kCopies)
   std::vector<std::string> inner;   // the ATen ops that ran inside it ("mm" in "linear"), sorted
   // kDigests: a 64-bit digest of its tensor arguments as they were when it began (shapes, dtypes and
-  // bytes, in order) and of its floating outputs; the first output's shape ("64x256") and dtype.
-  uint64_t inputs_digest = 0, outputs_digest = 0;
-  std::string shape, dtype;
+  // bytes, in order); one per tensor result, in the op's order ("" for a result that is undefined or
+  // not floating, e.g. convolution_backward's bias gradient without a bias), so that a comparison can
+  // say which result parted; the shape of each ("64x256", "scalar"; "-" for those left out) and the
+  // dtype of the first floating one.
+  uint64_t inputs_digest = 0;
+  std::vector<std::string> output_digests;  // 16 hex digits each, or ""
+  std::vector<std::string> output_shapes;
+  std::string dtype;
 };
 
 // The digest of `tensors` (shape, dtype and bytes of each, in order; undefined ones count as a marker):
