@@ -5,7 +5,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 python3 "$here/check_numbers.py" "$root/docs/results/seed-2021/README.md" "$root/docs/results/analysis/README.md" \
-  "$root/docs/results/batch-invariance/README.md" "$root/docs/results/noise-budget/README.md"
+  "$root/docs/results/batch-invariance/README.md" "$root/docs/results/noise-budget/README.md" \
+  "$root/docs/results/first-divergent-op/README.md"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
