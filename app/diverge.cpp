@@ -1,8 +1,11 @@
 // saddlescope diverge RUN_A RUN_B: where two runs' trajectories first differ and how far they drift, and
 // the first op whose bits parted — from the runs' own ophash.csv, or from replays that record it.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -15,6 +18,7 @@
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/store/files.h"
 #include "saddlescope/store/run_dir.h"
+#include "saddlescope/store/table.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +32,20 @@ struct OpSearch {
   int64_t replayed_steps = 0;
   std::string reason;  // why no op is named, when none is
   std::optional<analysis::FirstOp> op;
+  std::string run_a, run_b;  // the runs the op was found in (the replays, when replayed)
+};
+
+// The found op against the exact reference: the op taps of one run's step replayed at its own snapshot.
+struct Side {
+  int64_t measured = 0, beyond = 0;
+  double max_ulp = 0;   // largest |ULP error| among the measured rows
+  std::string error;    // why there is no measurement
+};
+struct Classification {
+  std::string kernel, phase;  // the op taps' names for the found op ("conv2d", "wgrad")
+  Side a, b;
+  std::string verdict;        // "rounding" | "beyond the rounding bound" | "" (not classified)
+  std::string why_not;        // when not classified
 };
 
 Result<std::vector<store::OpHashRow>> ophash_of(const std::string& run_dir) {
@@ -65,8 +83,9 @@ std::optional<int64_t> replay_steps(const analysis::Divergence& d) {
   return steps;
 }
 
+// `dir`: where replays go (a new directory of the caller's).
 Result<OpSearch> search(const std::string& a, const std::string& b, const analysis::Divergence& d, bool allow_replay,
-                        const std::string& keep) {
+                        const std::string& dir) {
   OpSearch s;
   const std::optional<int64_t> steps = replay_steps(d);
   auto ha = ophash_of(a);
@@ -78,6 +97,7 @@ Result<OpSearch> search(const std::string& a, const std::string& b, const analys
     if (!f) return f.status();
     s.source = "recorded";
     s.op = *f;
+    s.run_a = a, s.run_b = b;
     if (f->found || !steps) return s;  // named, or the runs agree: nothing to replay
   }
   if (!steps) {
@@ -92,18 +112,14 @@ Result<OpSearch> search(const std::string& a, const std::string& b, const analys
     s.reason = "not recorded (train both runs with --probe ophash, or let diverge replay them)";
     return s;
   }
-  std::string dir = keep;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/saddlescope-diverge-XXXXXX";
-    if (!::mkdtemp(tmpl)) return Status::Error("cannot create a directory for the replays under /tmp");
-    dir = tmpl;
-  } else if (fs::exists(dir)) {
-    return Status::Error("--replay-dir: " + dir + " exists; the replays write a new directory");
-  }
   auto ra = replay(a, *steps, dir + "/a");
   auto rb = ra ? replay(b, *steps, dir + "/b") : Result<std::vector<store::OpHashRow>>(ra.status());
-  if (keep.empty()) (void)remove_tree(dir);
   if (!rb) return rb.status();
+  for (auto [from, to] : {std::make_pair(dir + "/a", &s.run_a), std::make_pair(dir + "/b", &s.run_b)}) {
+    auto run = only_run(from);
+    if (!run) return run.status();
+    *to = *run;
+  }
   auto f = analysis::first_divergent_op(*ra, *rb);
   if (!f) return f.status();
   s.source = "replayed";
@@ -116,6 +132,89 @@ Result<OpSearch> search(const std::string& a, const std::string& b, const analys
   return s;
 }
 
+// The op taps' kernel and phase for the found op (probes/op_taps.h), or nullopt when they evaluate no
+// such op: forward linear, convolutions, activations and the loss; a convolution's and linear's weight
+// gradient; the loss's gradient w.r.t. its prediction.
+std::optional<std::pair<std::string, std::string>> tap_key(const analysis::FirstOp& f) {
+  const std::string kernel = f.op.substr(f.op.rfind(':') + 1);
+  if (f.phase == "fwd") {
+    if (kernel == "addmm" || kernel == "matmul" || kernel == "mm") return std::make_pair(std::string("linear"), std::string("fwd"));
+    for (const char* k : {"linear", "conv2d", "sigmoid", "tanh", "relu", "mse_loss"})
+      if (kernel == k) return std::make_pair(kernel, std::string("fwd"));
+    return std::nullopt;
+  }
+  if (kernel == "convolution_backward" && f.result == "the weight gradient") return std::make_pair(std::string("conv2d"), std::string("wgrad"));
+  if (kernel == "mse_loss_backward") return std::make_pair(std::string("mse_loss"), std::string("dgrad"));
+  return std::nullopt;
+}
+
+// Rows of the kernel and phase at `module` (the found op's, when the taps name ops as the trace does,
+// e.g. encoder.fc1), else at every op of that kernel and phase.
+Side measure(const std::string& run_dir, int64_t step, const std::string& module, const std::string& kernel,
+             const std::string& phase, const std::string& out) {
+  Side side;
+  Status st = run_process({self_path(), "replay", run_dir, "--step", std::to_string(step), "--ops",
+                           fmt::format("ops:at={},k=64", step), "--out", out});
+  if (!st.ok()) {
+    side.error = st.message();
+    return side;
+  }
+  auto rows = store::read_table<store::OpRow>(out, store::kOps);
+  if (!rows) {
+    side.error = rows.status().message();
+    return side;
+  }
+  const bool named = std::any_of(rows->begin(), rows->end(), [&](const store::OpRow& r) { return r.op == module; });
+  for (const auto& r : *rows) {
+    if (r.kernel != kernel || r.phase != phase || (r.flag != "within" && r.flag != "beyond")) continue;
+    if (named && r.op != module) continue;
+    ++side.measured;
+    side.beyond += r.flag == "beyond";
+    side.max_ulp = std::max(side.max_ulp, std::fabs(r.ulp_error));
+  }
+  if (side.measured == 0) side.error = fmt::format("the op taps measured no {} {} result at step {}", kernel, phase, step);
+  return side;
+}
+
+// Both runs' op taps at the found op's step, on their own parameters there (a snapshot at that step:
+// step 0 always has one), each replayed in a process of its own.
+Classification classify(const OpSearch& s, const std::string& dir) {
+  Classification c;
+  const analysis::FirstOp& f = *s.op;
+  auto key = tap_key(f);
+  if (!key) {
+    c.why_not = "the op taps evaluate no " + f.op + (f.result.empty() ? "" : " (" + f.result + ")");
+    return c;
+  }
+  c.kernel = key->first, c.phase = key->second;
+  for (const std::string& run : {s.run_a, s.run_b}) {
+    auto r = store::RunDir::open(run);
+    if (!r || !r->snapshot_path(f.step)) {
+      c.why_not = fmt::format("{} has no snapshot at step {} (train with --snapshot-every)", run, f.step);
+      return c;
+    }
+  }
+  const std::string module = f.op.find(':') == std::string::npos ? "" : f.op.substr(0, f.op.find(':'));
+  c.a = measure(s.run_a, f.step, module, c.kernel, c.phase, dir + "/taps-a");
+  c.b = measure(s.run_b, f.step, module, c.kernel, c.phase, dir + "/taps-b");
+  if (!c.a.error.empty() || !c.b.error.empty()) {
+    c.why_not = !c.a.error.empty() ? c.a.error : c.b.error;
+    return c;
+  }
+  c.verdict = c.a.beyond + c.b.beyond == 0 ? "rounding" : "beyond the rounding bound";
+  return c;
+}
+
+std::string classification_line(const Classification& c) {
+  if (c.verdict.empty()) return "classified: not (" + c.why_not + ")";
+  auto side = [](const char* name, const Side& x) {
+    return fmt::format("{} {} of {} sampled results beyond (largest error {:.3g} ULP)", name, x.beyond, x.measured,
+                       x.max_ulp);
+  };
+  return fmt::format("classified: {} — op taps of {} {} against the exact reference: {}, {}", c.verdict, c.kernel,
+                     c.phase, side("A", c.a), side("B", c.b));
+}
+
 std::string line(const OpSearch& s) {
   if (s.op && s.op->found) {
     std::string text = analysis::describe(*s.op);
@@ -126,8 +225,15 @@ std::string line(const OpSearch& s) {
   return analysis::describe(*s.op);
 }
 
-nlohmann::json to_json(const OpSearch& s, const std::string& a, const std::string& b) {
+nlohmann::json to_json(const OpSearch& s, const std::optional<Classification>& c, const std::string& a,
+                       const std::string& b) {
   nlohmann::json j = {{"run_a", a}, {"run_b", b}, {"source", s.source}, {"line", line(s)}};
+  if (c) {
+    j["classification"] = {{"verdict", c->verdict}, {"kernel", c->kernel}, {"phase", c->phase}, {"why_not", c->why_not},
+                           {"line", classification_line(*c)}};
+    for (auto [name, x] : {std::make_pair("a", &c->a), std::make_pair("b", &c->b)})
+      j["classification"][name] = {{"measured", x->measured}, {"beyond", x->beyond}, {"max_abs_ulp_error", x->max_ulp}};
+  }
   if (s.source == "replayed") j["replayed_steps"] = s.replayed_steps;
   j["found"] = s.op && s.op->found;
   if (s.op && s.op->found) {
@@ -135,6 +241,7 @@ nlohmann::json to_json(const OpSearch& s, const std::string& a, const std::strin
     j["step"] = f.step, j["index"] = f.index, j["kind"] = f.kind, j["op"] = f.op, j["phase"] = f.phase;
     j["shape"] = f.shape, j["dtype"] = f.dtype;
     if (f.kind == "ops differ") j["op_b"] = f.op_b;
+    if (!f.result.empty()) j["result"] = f.result, j["result_shape"] = f.result_shape;
   }
   return j;
 }
@@ -153,15 +260,20 @@ Command add_diverge(CLI::App& app) {
   sub->add_option("run_b", args->b, "Run directory B")->required();
   sub->add_option("--csv", args->csv, "Also write the per-snapshot table to this CSV file");
   sub->add_option("--json", args->json, "Also write the first divergent op as JSON to this file");
-  sub->add_flag("--no-replay", args->no_replay, "Never train: name the op only from the runs' own ophash.csv");
+  sub->add_flag("--no-replay", args->no_replay, "Never train or replay: name the op only from the runs' own "
+                                               "ophash.csv, and do not classify it");
   sub->add_option("--replay-dir", args->replay_dir, "Keep the replays in this new directory (default: a temporary one, "
                                                     "removed)");
   sub->footer("The first op comes from both runs' ophash.csv when they recorded it (train --probe ophash).\n"
               "Otherwise, when the runs differ, both configs are trained again from their initial weights (train\n"
               "--like RUN --probe ophash:every=1) through the first step their losses or snapshots differ, each\n"
               "in a process of its own. A replay of a nondeterministic run is a new draw: it may part elsewhere,\n"
-              "or not at all, which the line then says.");
+              "or not at all, which the line then says. An op that parted from equal inputs is then classified:\n"
+              "both runs' step replayed at their snapshot of that step with op taps (saddlescope replay), its\n"
+              "sampled results against the exact reference: all within float32's rounding bound, or not.");
   auto run = [args]() -> int {
+    if (!args->replay_dir.empty() && fs::exists(args->replay_dir))
+      return fail("--replay-dir: " + args->replay_dir + " exists; the replays write a new directory");
     auto d = analysis::diverge(args->a, args->b);
     if (!d) return fail(d.status().message());
     std::string table = analysis::to_csv(*d);
@@ -171,11 +283,25 @@ Command add_diverge(CLI::App& app) {
     }
     fmt::print("{}\n{}", table, analysis::summarize(*d, args->a, args->b));
     std::fflush(stdout);
-    auto s = search(args->a, args->b, *d, !args->no_replay, args->replay_dir);
+    // The replays' directory: --replay-dir (new, kept) or a temporary one, removed at the end.
+    std::string work = args->replay_dir;
+    std::error_code ec;
+    if (!work.empty() && !fs::create_directories(work, ec))
+      return fail("--replay-dir: cannot create " + work + (ec ? ": " + ec.message() : ""));
+    if (work.empty()) {
+      char tmpl[] = "/tmp/saddlescope-diverge-XXXXXX";
+      if (!::mkdtemp(tmpl)) return fail("cannot create a directory for the replays under /tmp");
+      work = tmpl;
+    }
+    auto s = search(args->a, args->b, *d, !args->no_replay, work);
+    std::optional<Classification> c;
+    if (s && s->op && s->op->found && s->op->kind == "inputs equal" && !args->no_replay) c = classify(*s, work);
+    if (args->replay_dir.empty()) (void)remove_tree(work);
     if (!s) return fail(s.status().message());
     fmt::print("{}\n", line(*s));
+    if (c) fmt::print("{}\n", classification_line(*c));
     if (!args->json.empty()) {
-      Status st = store::write_file_atomic(args->json, to_json(*s, args->a, args->b).dump(2) + "\n");
+      Status st = store::write_file_atomic(args->json, to_json(*s, c, args->a, args->b).dump(2) + "\n");
       if (!st.ok()) return fail(st.message());
     }
     return 0;

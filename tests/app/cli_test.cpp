@@ -504,6 +504,29 @@ TEST(Cli, FirstDivergentOpFromOpDigests) {
             std::string::npos) << plain.text;
 }
 
+// One thread against two: the first layer's GEMM splits its sums another way. The op parts from equal
+// inputs, and the op taps of both runs' step 0 put its sampled results within float32's rounding bound.
+TEST(Cli, FirstDivergentOpIsClassifiedAgainstTheExactReference) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 cores for two BLAS threads";
+  testing::TempDir dir;
+  std::vector<uint8_t> x(128 * 784);  // MNIST-sized rows: a GEMM large enough for OpenBLAS to split
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 251);
+  ASSERT_TRUE(store::write_npy(dir.file("x.npy"), store::Dtype::kUInt8, {128, 784}, x.data()).ok());
+  std::string common = "--data npy:" + dir.file("x.npy") + " --hidden 256,8 --steps 2 --batch-size 64 ";
+  ASSERT_EQ(run("train " + common + "--threads 1 --out " + dir.file("t1")).code, 0);
+  ASSERT_EQ(run("train " + common + "--threads 2 --out " + dir.file("t2")).code, 0);
+  const std::string json = dir.file("op.json");
+  Output o = run("diverge " + only_run(dir.file("t1")) + " " + only_run(dir.file("t2")) + " --json " + json);
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("inputs equal, outputs differ"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("classified: rounding — op taps of "), std::string::npos) << o.text;
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["classification"]["verdict"], "rounding");
+  EXPECT_GT(j["classification"]["a"]["measured"].get<int>(), 0);
+  EXPECT_EQ(j["classification"]["b"]["beyond"], 0);
+}
+
 // train --like RUN: that run's config, with the flags given on top.
 TEST(Cli, TrainLikeARunTakesItsConfigAndTheFlagsOverIt) {
   testing::TempDir dir;
