@@ -154,7 +154,7 @@ Side measure(const std::string& run_dir, int64_t step, const std::string& module
              const std::string& phase, const std::string& out) {
   Side side;
   Status st = run_process({self_path(), "replay", run_dir, "--step", std::to_string(step), "--ops",
-                           fmt::format("ops:at={},k=64", step), "--out", out});
+                           fmt::format("ops:at={},k=64,clamp=true", step), "--out", out});
   if (!st.ok()) {
     side.error = st.message();
     return side;
@@ -164,10 +164,18 @@ Side measure(const std::string& run_dir, int64_t step, const std::string& module
     side.error = rows.status().message();
     return side;
   }
-  const bool named = std::any_of(rows->begin(), rows->end(), [&](const store::OpRow& r) { return r.op == module; });
+  // Built-in models' taps name an op by its layer ("encoder.fc1", kernel linear); generic taps by layer and
+  // the ATen op inside ("encoder.fc1:addmm", kernel addmm).
+  auto family = [](const std::string& k) -> std::string {
+    if (k == "linear" || k == "addmm" || k == "mm" || k == "matmul" || k == "bmm") return "linear";
+    if (k.find("conv") != std::string::npos) return "conv";
+    return k;
+  };
+  auto at_module = [&](const store::OpRow& r) { return r.op == module || r.op.rfind(module + ":", 0) == 0; };
+  const bool named = !module.empty() && std::any_of(rows->begin(), rows->end(), at_module);
   for (const auto& r : *rows) {
-    if (r.kernel != kernel || r.phase != phase || (r.flag != "within" && r.flag != "beyond")) continue;
-    if (named && r.op != module) continue;
+    if (family(r.kernel) != family(kernel) || r.phase != phase || (r.flag != "within" && r.flag != "beyond")) continue;
+    if (named && !at_module(r)) continue;
     ++side.measured;
     side.beyond += r.flag == "beyond";
     side.max_ulp = std::max(side.max_ulp, std::fabs(r.ulp_error));
