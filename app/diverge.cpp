@@ -132,8 +132,8 @@ Result<OpSearch> search(const std::string& a, const std::string& b, const analys
   return s;
 }
 
-// The op taps' kernel and phase for the found op (probes/op_taps.h), or nullopt when they evaluate no
-// such op: forward linear, convolutions, activations and the loss; a convolution's and linear's weight
+// The op taps' kernel and phase for the found op (probes/op_taps.h), or nullopt when diverge does not
+// classify such an op: forward linear, convolutions, activations and the loss; a convolution's weight
 // gradient; the loss's gradient w.r.t. its prediction.
 std::optional<std::pair<std::string, std::string>> tap_key(const analysis::FirstOp& f) {
   const std::string kernel = f.op.substr(f.op.rfind(':') + 1);
