@@ -39,14 +39,18 @@ bool ends_with(const std::string& s, const std::string& tail) {
 void name_result(FirstOp* f, const store::OpHashRow& a, const store::OpHashRow& b) {
   const std::vector<std::string> oa = split(a.outputs), ob = split(b.outputs), shapes = split(a.shape);
   if (oa.size() < 2 || oa.size() != ob.size()) return;
+  static const char* kConvolution[] = {"the input gradient", "the weight gradient", "the bias gradient"};
   for (size_t k = 0; k < oa.size(); ++k) {
     if (oa[k] == ob[k]) continue;
-    static const char* kConvolution[] = {"the input gradient", "the weight gradient", "the bias gradient"};
-    f->result = ends_with(a.op, "convolution_backward") && k < 3
-                    ? kConvolution[k]
-                    : fmt::format("result {} of {}", k + 1, oa.size());
+    const std::string name = ends_with(a.op, "convolution_backward") && k < 3
+                                 ? kConvolution[k]
+                                 : fmt::format("result {} of {}", k + 1, oa.size());
+    if (!f->result.empty()) {
+      f->also.push_back(name);
+      continue;
+    }
+    f->result = name;
     f->result_shape = k < shapes.size() ? shapes[k] : "";
-    return;
   }
 }
 
@@ -86,6 +90,7 @@ std::string describe(const FirstOp& f) {
                        f.op_b.empty() ? "no op" : f.op_b);
   std::string text = fmt::format("{}, {} ({}, {} {}): {}, outputs differ", where, f.op, f.phase, f.shape, f.dtype, f.kind);
   if (!f.result.empty()) text += fmt::format(": {}, {}", f.result, f.result_shape);
+  for (size_t i = 0; i < f.also.size(); ++i) text += (i ? ", " : " (also ") + f.also[i] + (i + 1 == f.also.size() ? ")" : "");
   return text;
 }
 

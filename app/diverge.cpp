@@ -249,7 +249,7 @@ nlohmann::json to_json(const OpSearch& s, const std::optional<Classification>& c
     j["step"] = f.step, j["index"] = f.index, j["kind"] = f.kind, j["op"] = f.op, j["phase"] = f.phase;
     j["shape"] = f.shape, j["dtype"] = f.dtype;
     if (f.kind == "ops differ") j["op_b"] = f.op_b;
-    if (!f.result.empty()) j["result"] = f.result, j["result_shape"] = f.result_shape;
+    if (!f.result.empty()) j["result"] = f.result, j["result_shape"] = f.result_shape, j["also"] = f.also;
   }
   return j;
 }

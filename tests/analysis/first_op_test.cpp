@@ -51,6 +51,13 @@ TEST(FirstOp, NamesTheResultThatPartedAmongSeveral) {
   EXPECT_EQ(f->result_shape, "32x40x3x3");
   EXPECT_EQ(describe(*f), "first divergent op: step 1, op 1 of the step, ConvolutionBackward0:convolution_backward (bwd, "
                           "4x40x16x16+32x40x3x3+32 Float): inputs equal, outputs differ: the weight gradient, 32x40x3x3");
+  b[4].outputs = "eeee+dddd+cccc";  // the input gradient first, the weight gradient too
+  f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->result, "the input gradient");
+  EXPECT_EQ(f->also, std::vector<std::string>{"the weight gradient"});
+  EXPECT_NE(describe(*f).find(": the input gradient, 4x40x16x16 (also the weight gradient)"), std::string::npos)
+      << describe(*f);
   a[4].op = b[4].op = "AddmmBackward0:mm";
   a[4].shape = b[4].shape = "64x256+-+256x784";
   a[4].outputs = "aaaa++bbbb", b[4].outputs = "aaaa++dddd";

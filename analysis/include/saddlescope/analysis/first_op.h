@@ -28,6 +28,7 @@ struct FirstOp {
   // convolution's backward: input, weight and bias gradients), else "result 2 of 3"; "" for one.
   std::string result;
   std::string result_shape;    // that result's shape
+  std::vector<std::string> also;  // the op's other results that differ too, named the same way
 };
 
 // REQUIRES: each run's rows in step order, and in index order within a step (as the probe writes them).
@@ -35,8 +36,8 @@ struct FirstOp {
 Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const std::vector<store::OpHashRow>& b);
 
 // One line: "first divergent op: step 3, encoder.fc1:linear (fwd, 64x256 Float): inputs equal, outputs
-// differ" (with ": the weight gradient, 32x40x3x3" for an op of several results), or "no divergent op
-// in the N steps both runs recorded".
+// differ" (with ": the input gradient, 4x40x16x16 (also the weight gradient)" for an op of several
+// results), or "no divergent op in the N steps both runs recorded".
 std::string describe(const FirstOp& f);
 
 }  // namespace saddlescope::analysis
