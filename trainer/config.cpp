@@ -498,7 +498,7 @@ Status ConfigBuilder::set_flag(const std::string& key, const std::string& text) 
   std::string flag = flag_name(key);
   Value v;
   if (!parse_text(k->kind, text, &v))
-    return Status::Error(flag + ": must be " + kind_name(k->kind) + ", got '" + text + "'");
+    return Status::Error(flag + ": must be " + kind_name(k->kind) + ", got '" + printable(text) + "'");
   if (k->kind == Kind::kStringList && origin_[k->name] == flag) {
     // A repeated flag adds to the list it started (and which replaced the file's).
     for (const auto& item : k->get(cfg_)) v.strings.insert(v.strings.end() - 1, item.get<std::string>());

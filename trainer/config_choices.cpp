@@ -42,7 +42,7 @@ Result<Device> parse_device(const std::string& text) {
   if (text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() < 9 &&
       text.find_first_not_of("0123456789", 5) == std::string::npos)
     return Device{Device::Kind::kCuda, std::atoi(text.c_str() + 5)};
-  return Status::Error("must be cpu, cuda or cuda:N, got '" + text + "'");
+  return Status::Error("must be cpu, cuda or cuda:N, got '" + printable(text) + "'");
 }
 
 }  // namespace saddlescope::trainer

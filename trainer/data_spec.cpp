@@ -1,5 +1,7 @@
 #include "saddlescope/trainer/data_spec.h"
 
+#include "saddlescope/base/text.h"
+
 namespace saddlescope::trainer {
 
 Result<DataSpec> parse_data_spec(const std::string& text) {
@@ -18,7 +20,7 @@ Result<DataSpec> parse_data_spec(const std::string& text) {
     bool y_ok = comma == std::string::npos || (!s.y.empty() && s.y.find(',') == std::string::npos);
     if (!s.x.empty() && y_ok) return s;
   }
-  return Status::Error("must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got '" + text + "'");
+  return Status::Error("must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got '" + printable(text) + "'");
 }
 
 std::string DataSpec::name() const {

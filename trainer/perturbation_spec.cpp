@@ -20,7 +20,7 @@ Result<Perturbation> parse_perturbation(const std::string& spec) {
     char* end = nullptr;
     q.sigma = std::strtod(f[1].c_str(), &end);
     if (f[1].empty() || *end != '\0' || !(q.sigma > 0) || !std::isfinite(q.sigma))
-      return Status::Error("gaussian sigma must be a number > 0, got '" + f[1] + "'");
+      return Status::Error("gaussian sigma must be a number > 0, got '" + printable(f[1]) + "'");
     if (std::string why = positive_float32(q.sigma); !why.empty()) return Status::Error("gaussian sigma " + why);
     q.elementwise = f.size() == 3 && f[2] == "element";
     q.absolute = f.size() == 3 && f[2] == "absolute";
@@ -30,12 +30,12 @@ Result<Perturbation> parse_perturbation(const std::string& spec) {
       char* end = nullptr;
       q.index = std::strtoll(f[2].c_str(), &end, 10);
       if (f[2].empty() || *end != '\0' || q.index < 0)
-        return Status::Error("bitflip index must be an integer >= 0, got '" + f[2] + "'");
+        return Status::Error("bitflip index must be an integer >= 0, got '" + printable(f[2]) + "'");
     }
   } else {
     return Status::Error(
         "must be none, shuffle-reduction, gaussian:SIGMA[:element|:absolute], stochastic-rounding or "
-        "bitflip[:PARAM[:INDEX]], got '" + spec + "'");
+        "bitflip[:PARAM[:INDEX]], got '" + printable(spec) + "'");
   }
   return q;
 }

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "saddlescope/base/text.h"
 #include "saddlescope/trainer/fused.h"
 
 namespace saddlescope::trainer {
@@ -67,7 +68,7 @@ Status validate(const PredNetOptions& o) {
   if (o.filter_size < 1 || o.filter_size % 2 == 0)
     return bad("filter_size", "odd and >= 1, got " + std::to_string(o.filter_size));
   if (o.nt < 2) return bad("nt", ">= 2, got " + std::to_string(o.nt));
-  if (!known_loss(o.loss)) return bad("loss", "one of L0, Lall, pixel_mse, got '" + o.loss + "'");
+  if (!known_loss(o.loss)) return bad("loss", "one of L0, Lall, pixel_mse, got '" + printable(o.loss) + "'");
   if (!(o.pixel_max > 0) || !std::isfinite(o.pixel_max))
     return bad("pixel_max", "> 0 and finite, got " + std::to_string(o.pixel_max));
   return Status::Ok();

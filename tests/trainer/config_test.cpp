@@ -83,6 +83,19 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
 }
 
+// A TOML string may hold a newline (and other control characters): echoed in an error, it is shown
+// escaped, so the message stays one line (the fuzzer's finding for data; the other echoes alike).
+TEST_F(ConfigTest, AValueWithANewlineIsEchoedOnOneLine) {
+  expect_file_error("data = \"teache\\nr\"\n",
+                    "1: data must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got 'teache\\x0ar'");
+  expect_file_error("device = \"cu\\nda\"\n", "1: device must be cpu, cuda or cuda:N, got 'cu\\x0ada'");
+  expect_file_error("perturbation = \"gaussian:1\\n\"\n",
+                    "1: perturbation gaussian sigma must be a number > 0, got '1\\x0a'");
+  expect_file_error("perturbation = \"bit\\rflip\"\n",
+                    "1: perturbation must be none, shuffle-reduction, gaussian:SIGMA[:element|:absolute], "
+                    "stochastic-rounding or bitflip[:PARAM[:INDEX]], got 'bit\\x0dflip'");
+}
+
 TEST_F(ConfigTest, TomlSyntaxErrorNamesTheLine) {
   std::string path = toml("steps = 10\nlr = = 3\n");
   Status s = ConfigBuilder().load_toml(path);
