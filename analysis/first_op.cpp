@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "saddlescope/base/text.h"
+
 namespace saddlescope::analysis {
 namespace {
 
@@ -23,21 +25,9 @@ void place(FirstOp* f, int64_t step, size_t i, const Rows& a, const char* kind) 
   if (i < a.size()) f->op = a[i]->op, f->phase = a[i]->phase, f->shape = a[i]->shape, f->dtype = a[i]->dtype;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> parts;
-  size_t from = 0;
-  for (size_t plus; (plus = s.find('+', from)) != std::string::npos; from = plus + 1) parts.push_back(s.substr(from, plus - from));
-  parts.push_back(s.substr(from));
-  return parts;
-}
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // Which result of `a` (against `b`, the same op) parted first.
 void name_result(FirstOp* f, const store::OpHashRow& a, const store::OpHashRow& b) {
-  const std::vector<std::string> oa = split(a.outputs), ob = split(b.outputs), shapes = split(a.shape);
+  const std::vector<std::string> oa = split(a.outputs, '+'), ob = split(b.outputs, '+'), shapes = split(a.shape, '+');
   if (oa.size() < 2 || oa.size() != ob.size()) return;
   static const char* kConvolution[] = {"the input gradient", "the weight gradient", "the bias gradient"};
   for (size_t k = 0; k < oa.size(); ++k) {

@@ -63,15 +63,23 @@ Result<std::string> only_run(const std::string& study_dir) {
   return Status::Error(study_dir + "/runs: the replay wrote no run directory");
 }
 
+// A replay: the run directory it wrote, and its op digests.
+struct Replay {
+  std::string run_dir;
+  std::vector<store::OpHashRow> rows;
+};
+
 // Steps 0 .. steps-1 of `run_dir`'s config trained again with ophash on every step, in a process of its
 // own: execution settings (threads, cuDNN flags, CUBLAS_WORKSPACE_CONFIG) are per process.
-Result<std::vector<store::OpHashRow>> replay(const std::string& run_dir, int64_t steps, const std::string& out) {
+Result<Replay> replay(const std::string& run_dir, int64_t steps, const std::string& out) {
   Status st = run_process({self_path(), "train", "--like", run_dir, "--steps", std::to_string(steps), "--probe",
                            "ophash:every=1", "--snapshot-every", "0", "--out", out});
   if (!st.ok()) return Status::Error("replay of " + run_dir + ": " + st.message());
   auto run = only_run(out);
   if (!run) return run.status();
-  return ophash_of(*run);
+  auto rows = ophash_of(*run);
+  if (!rows) return rows.status();
+  return Replay{*run, std::move(*rows)};
 }
 
 // The steps a replay must train to reach the first difference the runs' files show: through the step
@@ -113,14 +121,11 @@ Result<OpSearch> search(const std::string& a, const std::string& b, const analys
     return s;
   }
   auto ra = replay(a, *steps, dir + "/a");
-  auto rb = ra ? replay(b, *steps, dir + "/b") : Result<std::vector<store::OpHashRow>>(ra.status());
+  if (!ra) return ra.status();
+  auto rb = replay(b, *steps, dir + "/b");
   if (!rb) return rb.status();
-  for (auto [from, to] : {std::make_pair(dir + "/a", &s.run_a), std::make_pair(dir + "/b", &s.run_b)}) {
-    auto run = only_run(from);
-    if (!run) return run.status();
-    *to = *run;
-  }
-  auto f = analysis::first_divergent_op(*ra, *rb);
+  s.run_a = ra->run_dir, s.run_b = rb->run_dir;
+  auto f = analysis::first_divergent_op(ra->rows, rb->rows);
   if (!f) return f.status();
   s.source = "replayed";
   s.replayed_steps = *steps;
