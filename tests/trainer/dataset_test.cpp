@@ -44,5 +44,57 @@ TEST(Dataset, DigestsNameEveryFileRead) {
   EXPECT_TRUE(t->digests.empty()) << "generated: no file";
 }
 
+// A TorchScript module's config on `data` from the project's cache, under loss cross_entropy.
+RunConfig module_config(const std::string& data) {
+  RunConfig cfg;
+  cfg.model = ModelKind::kTorchScript;
+  cfg.loss = "cross_entropy";
+  cfg.data = data;
+  cfg.data_dir = default_data_dir();
+  return cfg;
+}
+
+// Moby Dick as next-byte examples: each row's second half is its first half shifted by one byte, the
+// first 90% of the text for training and the rest held out.
+TEST(Dataset, MobyDickRowsAreBytesAndTheirSuccessors) {
+  RunConfig cfg = module_config("moby-dick:context=32");
+  auto d = load_dataset(cfg);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const int64_t cut = 1204997 * 9 / 10;
+  EXPECT_EQ(d->train.size(0), (cut - 1) / 32);
+  EXPECT_EQ(d->eval.size(0), (1204997 - cut - 1) / 32);
+  EXPECT_EQ(d->train.size(1), 64);
+  EXPECT_EQ(d->input_shape, (std::vector<int64_t>{32}));
+  EXPECT_EQ(d->target_columns, 32);
+  const std::string start = "CHAPTER 1. Loomings.";
+  for (size_t i = 0; i < start.size(); ++i) EXPECT_EQ(d->train[0][i].item<float>(), static_cast<float>(start[i]));
+  EXPECT_TRUE(d->train.narrow(1, 32, 31).equal(d->train.narrow(1, 1, 31)));  // y_t = x_{t+1}
+  EXPECT_EQ(d->train[1][0].item<float>(), d->train[0][63].item<float>());    // windows tile the text
+  EXPECT_EQ(d->digests.at("moby-dick/data.txt"), "fe282a57094ed62e7144fb7c804a9748fc1c909bf3b49d06e7276015f9f67240");
+
+  cfg.loss = "mse";
+  EXPECT_EQ(load_dataset(cfg).status().message(),
+            "data moby-dick:context=32 holds next-byte targets: loss must be cross_entropy or module, not mse");
+  cfg.model = ModelKind::kAutoencoder;
+  EXPECT_EQ(load_dataset(cfg).status().message(),
+            "data moby-dick:context=32 is for model torchscript (a module of your own), not autoencoder");
+}
+
+TEST(Dataset, Cifar10RowsArePixelsChannelsFirstThenTheLabel) {
+  RunConfig cfg = module_config("cifar10:train=100");
+  auto d = load_dataset(cfg);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->train.sizes(), (std::vector<int64_t>{100, 3073}));
+  EXPECT_EQ(d->eval.sizes(), (std::vector<int64_t>{10000, 3073}));
+  EXPECT_EQ(d->input_shape, (std::vector<int64_t>{3, 32, 32}));
+  EXPECT_FLOAT_EQ(d->eval[0][0].item<float>(), 158 / 255.0f);
+  EXPECT_EQ(d->eval[0][3072].item<float>(), 3);  // a cat
+  EXPECT_EQ(d->digests.size(), 4u);              // data_batch_1.png, test_batch.png and both label files
+  cfg.loss = "mse";                              // an autoencoder's data: pixels only
+  auto pixels = load_dataset(cfg);
+  ASSERT_TRUE(pixels.ok()) << pixels.status().message();
+  EXPECT_EQ(pixels->train.size(1), 3072);
+}
+
 }  // namespace
 }  // namespace saddlescope::trainer
