@@ -10,6 +10,7 @@
 #include "nonfinite.h"
 #include "reduction.h"
 #include "saddlescope/reference/elementwise.h"
+#include "saddlescope/reference/normalization.h"
 #include "saddlescope/reference/superaccumulator.h"
 
 namespace saddlescope::reference {
@@ -168,6 +169,10 @@ const char* op_name(Op op) {
     case Op::kTanh: return "tanh";
     case Op::kRelu: return "relu";
     case Op::kExp: return "exp";
+    case Op::kSoftmax: return "softmax";
+    case Op::kLogSoftmax: return "log_softmax";
+    case Op::kLayerNorm: return "layer_norm";
+    case Op::kBatchNorm: return "batch_norm";
   }
   return "?";
 }
@@ -190,6 +195,12 @@ double Evaluation::bound(Format f) const {
     // and a finite observed value there is off by far more than a few of those).
     const int ulp = std::min(value_ulp_exponent(*this, f), max_exponent(f) - precision(f) + 1);
     return std::ldexp(allowed_ulps(op, input_format, f), ulp);
+  }
+  if (is_normalization(op)) {
+    // A stated allowance (normalization.h), plus a few subnormal ULPs for values that underflow in f.
+    const double subnormal = std::ldexp(kLibraryUlps + 2, min_normal_exponent(f) - precision(f) + 1);
+    const double first_order = unit_roundoff(f) * unit_coefficient;
+    return abs_sum == 0 ? first_order + subnormal : first_order + gamma_n(rounding_steps, f) * abs_sum + subnormal;
   }
   if (n == 0 || abs_sum == 0) return 0;  // every term zero (or below binary64): no rounding error
   return gamma_n(rounding_steps, f) * abs_sum;

@@ -7,7 +7,8 @@
 //   error = observed - exact, ulp_error = error / ulp(exact), bound = gamma_k · sum|a_i b_i|  (DESIGN.md)
 //
 // The same Evaluation describes the other ops of a training step (ops.h: matmul and conv2d elements, the
-// mean losses; elementwise.h: sigmoid, tanh, ReLU, exp); the fields below say where they differ.
+// mean losses; elementwise.h: sigmoid, tanh, ReLU, exp; normalization.h: softmax, log_softmax, layer and
+// batch norm); the fields below say where they differ.
 //
 // Inputs are plain spans (pointer + length). Non-finite inputs are not errors: the evaluation says which
 // non-finite value IEEE 754 semantics give (NaN, +inf, -inf) and where the first such input is.
@@ -27,6 +28,7 @@ enum class Op {
   kMseLoss, kMaeLoss,                           // ops.h: means of dyadic sums
   kMseLossGrad,                                 // ops.h: one element of the MSE loss's input gradient
   kSigmoid, kTanh, kRelu, kExp,                 // elementwise.h: one input, bound in ULPs
+  kSoftmax, kLogSoftmax, kLayerNorm, kBatchNorm,  // normalization.h: one element of a row, an allowance
 };
 
 // True for the ops of elementwise.h, whose bound is a number of ULPs rather than gamma_k · abs_sum.
@@ -36,7 +38,8 @@ bool is_elementwise(Op op);
 // they round to ±inf in a format (that is overflow, reported by f32/f64).
 enum class Kind { kFinite, kNaN, kPlusInf, kMinusInf };
 
-const char* op_name(Op op);      // "sum", "dot", "matmul", "conv2d", "conv2d_wgrad", "mse_loss", ...
+const char* op_name(Op op);      // "sum", "dot", "matmul", "conv2d", "conv2d_wgrad", "mse_loss", ...,
+                                 // "softmax", "log_softmax", "layer_norm", "batch_norm"
 const char* kind_name(Kind k);   // "finite" / "nan" / "inf" / "-inf"
 
 struct Evaluation {
@@ -50,21 +53,25 @@ struct Evaluation {
   Dyadic exact;                  // zero unless kind == kFinite
   int64_t divisor = 1;
   // False for an oracle run at a fixed precision too small (oracle.h), and for sigmoid/tanh/exp, whose
-  // values are irrational: `exact` then holds the value correctly rounded to 128 bits (elementwise.h).
+  // values are irrational: `exact` then holds the value correctly rounded to 128 bits (elementwise.h,
+  // normalization.h).
   bool exact_is_exact = true;
   float f32 = 0;                 // the value rounded to nearest-even in binary32 (NaN/±inf when not finite)
   double f64 = 0;                // same in binary64
   double abs_sum = 0;            // sum |a_i b_i| (sum |a_i| for a sum), rounded to nearest binary64; for the
-                                 // losses and elementwise ops |value| rounded likewise
+                                 // losses and elementwise ops |value| rounded likewise (normalization.h:
+                                 // the factor of gamma_k in its allowance)
   int64_t rounding_steps = 0;    // k of gamma_k in the bound: n for a sum or dot product (ops.h: others)
+  double unit_coefficient = 0;   // normalization.h only: the allowance's first-order term in units of u
 
   // Sums, dot products and ops.h: gamma_k(rounding_steps, f) · abs_sum, the largest error a recursive
   // (any order) evaluation in format f can make, barring underflow; 0 when abs_sum is 0; +inf when
   // gamma_k is. Elementwise ops: allowed_ulps(op, input_format, f) ULPs of the value in f (elementwise.h;
-  // beyond f's range, ULPs of its largest binade).
+  // beyond f's range, ULPs of its largest binade). normalization.h: u(f)·unit_coefficient +
+  // gamma_k(rounding_steps, f)·abs_sum + (kLibraryUlps + 2) ULPs of f's subnormals, a stated allowance.
   double bound(Format f) const;
   // Every digit of `exact`, then "/divisor" when divisor != 1; or "nan" / "inf" / "-inf". For sigmoid,
-  // tanh and exp, every digit of the 128-bit rounding.
+  // tanh, exp and normalization.h's ops, every digit of the 128-bit rounding.
   std::string exact_decimal() const;
 };
 
