@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/reference/elementwise.h"
+#include "saddlescope/reference/normalization.h"
 #include "saddlescope/reference/ops.h"
 
 namespace saddlescope::probes::internal {
@@ -18,8 +19,18 @@ const std::set<std::string>& evaluable() {
   static const std::set<std::string> ops = {
       "aten::mm",   "aten::addmm", "aten::bmm",     "aten::mul",  "aten::add",     "aten::sub",
       "aten::convolution", "aten::convolution_backward", "aten::relu", "aten::sigmoid", "aten::tanh",
-      "aten::exp",  "aten::sum",   "aten::mse_loss"};
+      "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
+      "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
+      "aten::native_batch_norm"};
   return ops;
+}
+
+// The ops of reference/normalization.h: tapped only where outermost (cross_entropy_loss's log_softmax
+// is not, and the loss stays listed whole rather than half measured).
+bool is_row_op(const std::string& name) {
+  return name == "aten::softmax" || name == "aten::_softmax" || name == "aten::log_softmax" ||
+         name == "aten::_log_softmax" || name == "aten::layer_norm" || name == "aten::native_layer_norm" ||
+         name == "aten::batch_norm" || name == "aten::native_batch_norm";
 }
 
 at::Tensor tensor_of(const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); }
@@ -73,13 +84,15 @@ struct OpObserver::Impl {
     std::vector<std::pair<std::vector<int64_t>, bool>> inputs;  // squeezed shape, is a weight
   };
   struct Sample {
-    enum class Kind { kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad } kind;
+    enum class Kind { kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm } kind;
     std::string op, kernel, phase, index;
     int64_t call = 0;
     reference::Op fn = reference::Op::kRelu;
     at::Tensor a, b, bias, observed;  // host copies
     reference::Conv2dGeometry g;
     int64_t oy = 0, ox = 0, ky = 0, kx = 0, batch = 0;
+    int64_t i = 0;    // kRow, kNorm: the element's position in its row / group `a`
+    double eps = 0;   // kNorm; b and bias hold the element's weight and bias (or undefined)
   };
 
   std::mutex mutex;  // everything below: the callbacks run on every thread
@@ -141,6 +154,9 @@ struct OpObserver::Impl {
   // Samples of tapped op `f`, named `op`; `fwd` is the forward op of the autograd node it runs in.
   void tap(const Frame& f, const std::vector<c10::IValue>& outputs, const std::string& op, bool backward,
            const Forward* fwd);
+  // softmax, log_softmax, layer_norm, batch_norm (training): false when the arguments are not ones the
+  // reference takes (batch norm in eval mode, a dim out of range).
+  bool tap_row_op(const Frame& f, const at::Tensor& out, const std::string& op, const std::string& kernel);
 };
 
 namespace {
@@ -281,6 +297,8 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
       x.a = to_host(p.reshape(-1));
       x.b = to_host(t.reshape(-1));
     });
+  } else if (is_row_op(f.name)) {
+    if (backward || !tap_row_op(f, out, op, kernel)) return skip();
   } else if (f.name == "aten::convolution" || f.name == "aten::convolution_backward") {
     const bool bwd = f.name == "aten::convolution_backward";
     // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
@@ -356,6 +374,79 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
   }
 }
 
+bool OpObserver::Impl::tap_row_op(const Frame& f, const at::Tensor& out, const std::string& op,
+                                  const std::string& kernel) {
+  using Kind = Sample::Kind;
+  const std::vector<c10::IValue>& in = f.inputs;
+  const at::Tensor x_in = tensor_of(in[0]).detach();
+  if (!x_in.defined() || x_in.sizes() != out.sizes()) return false;
+  const std::vector<int64_t> shape = x_in.dim() == 0 ? std::vector<int64_t>{1} : x_in.sizes().vec();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto product = [&](int64_t from, int64_t to) {
+    int64_t p = 1;
+    for (int64_t d = from; d < to; ++d) p *= shape[d];
+    return p;
+  };
+  const bool softmax = f.name == "aten::softmax" || f.name == "aten::_softmax";
+  if (softmax || f.name == "aten::log_softmax" || f.name == "aten::_log_softmax") {
+    // softmax.int(self, int dim, ScalarType? dtype), _softmax(self, int dim, bool half_to_float): the
+    // row through each element along dim (negative dims wrapped).
+    if (in.size() < 2 || !in[1].isInt()) return false;
+    int64_t dim = in[1].toInt();
+    if (dim < 0) dim += rank;
+    if (dim < 0 || dim >= rank) return false;
+    const int64_t size = shape[dim], inner = product(dim + 1, rank);
+    const at::Tensor rows = x_in.reshape({-1, size, inner});
+    sample_output(*this, op, kernel, "fwd", out, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kRow;
+      x.fn = softmax ? reference::Op::kSoftmax : reference::Op::kLogSoftmax;
+      x.a = to_host(rows[s / (size * inner)].select(1, s % inner));
+      x.i = s / inner % size;
+    });
+    return true;
+  }
+  // layer_norm(input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, bool cudnn_enable),
+  // native_layer_norm(input, normalized_shape, weight, bias, eps); batch_norm(input, weight, bias,
+  // running_mean, running_var, bool training, float momentum, float eps, bool cudnn_enabled),
+  // native_batch_norm(the same less cudnn_enabled).
+  const bool layer = f.name == "aten::layer_norm" || f.name == "aten::native_layer_norm";
+  const size_t w_at = layer ? 2 : 1, eps_at = layer ? 4 : 7;
+  if (in.size() <= eps_at || !in[eps_at].isDouble()) return false;
+  if (!layer && !(in[5].isBool() && in[5].toBool())) return false;  // eval mode: running statistics
+  const at::Tensor w = tensor_of(in[w_at]), b = tensor_of(in[w_at + 1]);
+  const at::Tensor wf = w.defined() ? w.detach().reshape(-1) : w, bf = b.defined() ? b.detach().reshape(-1) : b;
+  const double eps = in[eps_at].toDouble();
+  int64_t group = 0, inner = 1, channels = 1;
+  at::Tensor groups;
+  if (layer) {
+    const std::vector<int64_t> normalized = int_list(in[1]);
+    const int64_t k = static_cast<int64_t>(normalized.size());
+    if (k < 1 || k > rank) return false;
+    group = product(rank - k, rank);
+    groups = x_in.reshape({-1, group});
+  } else {
+    if (rank < 2) return false;
+    channels = shape[1];
+    inner = product(2, rank);
+    groups = x_in.reshape({shape[0], channels, inner}).transpose(0, 1).reshape({channels, -1});
+    group = groups.size(1);
+  }
+  sample_output(*this, op, kernel, "fwd", out, [&](int64_t s, Sample& x) {
+    x.kind = Kind::kNorm;
+    x.fn = layer ? reference::Op::kLayerNorm : reference::Op::kBatchNorm;
+    x.eps = eps;
+    // layer norm: row s / group, position s % group, affine parameters by position; batch norm: channel
+    // c, position n·inner + the offset within the image, affine parameters by channel.
+    const int64_t c = s / inner % channels;
+    x.a = to_host(groups[layer ? s / group : c]);
+    x.i = layer ? s % group : s / (channels * inner) * inner + s % inner;
+    const int64_t p = layer ? s % group : c;
+    if (wf.defined()) x.b = to_host(wf[p]);
+    if (bf.defined()) x.bias = to_host(bf[p]);
+  });
+  return true;
+}
+
 namespace {
 
 std::vector<c10::IValue> results(const at::RecordFunction& fn) { return own_values(fn, true); }
@@ -382,7 +473,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     f.context = f.name.substr(sizeof(kEngine) - 1);
   } else {
     f.outermost = stack.empty() || stack.back().backward;
-    f.tapped = evaluable().count(f.name) > 0;
+    f.tapped = evaluable().count(f.name) > 0 && (f.outermost || !is_row_op(f.name));
     const bool in_backward = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.backward; });
     if (f.tapped || f.outermost || (!in_backward && f.seq >= 0)) {
       f.inputs = own_values(fn, false);
@@ -464,6 +555,12 @@ Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s)
                                                 s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.g, s.oy, s.ox);
     case Kind::kConvWgrad:
       return reference::evaluate_conv2d_weight_grad(a, s.a.numel(), b, s.b.numel(), s.batch, s.g, s.ky, s.kx);
+    case Kind::kRow:
+      return s.fn == reference::Op::kSoftmax ? reference::evaluate_softmax(a, s.a.numel(), s.i)
+                                             : reference::evaluate_log_softmax(a, s.a.numel(), s.i);
+    case Kind::kNorm:
+      return reference::evaluate_normalization(s.fn, a, s.a.numel(), s.i, b,
+                                               s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.eps);
     case Kind::kConvDgrad: {
       // grad_input[y][x] = Σ over output channels o and taps (ky, kx) that read input (y, x) of
       // grad_output[o][oy][ox] · weight[o][ky][kx], with oy·stride − pad + ky·dilation = y.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include <torch/torch.h>
 
@@ -326,6 +327,61 @@ TEST(OpTaps, NonFiniteInputsAreReportedAsSuch) {
             std::string::npos)
       << ops_markdown(summarize_ops(*rows));
 }
+
+// Generic taps (through the op observer) on softmax, log_softmax (a masked row among them), layer_norm
+// and batch_norm in training mode: k samples of each, every one within its allowance and a few ULPs off;
+// batch norm in eval mode (running statistics) stays listed as not evaluated.
+void check_row_ops(torch::Dtype dtype) {
+  testing::TempDir dir;
+  auto taps = OpTaps::create({spec("ops:every=1,k=5")}, {}, dir.path(), -1, /*generic=*/true);
+  ASSERT_TRUE(taps.ok()) << taps.status().message();
+  auto gen = at::detail::createCPUGenerator(17);
+  auto opts = torch::TensorOptions().dtype(dtype);
+  torch::Tensor x = (torch::randn({4, 3, 5, 6}, gen, opts) * 3).requires_grad_();
+  torch::Tensor w = torch::randn({6}, gen, opts).requires_grad_(), b = torch::randn({6}, gen, opts).requires_grad_();
+  torch::Tensor bw = torch::randn({3}, gen, opts).requires_grad_(), bb = torch::randn({3}, gen, opts).requires_grad_();
+  torch::Tensor mean = torch::zeros({3}, opts), var = torch::ones({3}, opts);
+  (*taps)->name_parameters({{"ln.weight", w}, {"ln.bias", b}, {"bn.weight", bw}, {"bn.bias", bb}});
+  (*taps)->arm(0);
+  const torch::Tensor causal = torch::ones({5, 6}, torch::kBool).triu(1);  // a mask as attention writes it
+  torch::Tensor loss = torch::softmax(x.masked_fill(causal, -INFINITY), -1).sum() + torch::log_softmax(x, 1).sum() +
+                       torch::layer_norm(x, {6}, w, b, 1e-5).sum() +
+                       torch::batch_norm(x, bw, bb, mean, var, /*training=*/true, 0.1, 1e-5, false).sum();
+  {
+    torch::NoGradGuard no_grad;
+    torch::batch_norm(x, bw, bb, mean, var, /*training=*/false, 0.1, 1e-5, false);
+  }
+  loss.backward();
+  ASSERT_TRUE((*taps)->record(0).ok());
+  auto rows = store::read_table(dir.path(), store::kOps);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  std::map<std::string, int> measured;
+  std::map<std::string, double> ulps, ratio;
+  bool eval_listed = false;
+  for (const auto& r : *rows) {
+    if (r.flag == "not_evaluated") {
+      eval_listed |= r.kernel == "batch_norm" && r.phase == "fwd";
+      continue;
+    }
+    if (r.kernel != "softmax" && r.kernel != "log_softmax" && r.kernel != "layer_norm" && r.kernel != "batch_norm") continue;
+    EXPECT_EQ(r.flag, "within") << r.op << " " << r.index << ": " << r.bound_ratio;
+    EXPECT_EQ(r.phase, "fwd");
+    // A few ULPs away from 0 (the errors are absolute: near 0, where log_softmax's largest entries and
+    // normalised values cross, their ULPs grow without saying anything).
+    if (std::fabs(r.exact) >= 0.25) EXPECT_LT(std::fabs(r.ulp_error), 16) << r.op << " " << r.index;
+    ++measured[r.kernel];
+    ulps[r.kernel] = std::max(ulps[r.kernel], std::fabs(r.ulp_error));
+    ratio[r.kernel] = std::max(ratio[r.kernel], r.bound_ratio);
+  }
+  for (const char* k : {"softmax", "log_softmax", "layer_norm", "batch_norm"}) {
+    EXPECT_EQ(measured[k], 5) << k;
+    std::printf("%s %s: max |ULP| %.3g, max error/bound %.3g\n", c10::toString(dtype), k, ulps[k], ratio[k]);
+  }
+  EXPECT_TRUE(eval_listed);
+}
+
+TEST(OpTaps, GenericTapsMeasureSoftmaxLayerNormAndBatchNormFloat32) { check_row_ops(torch::kFloat32); }
+TEST(OpTaps, GenericTapsMeasureSoftmaxLayerNormAndBatchNormFloat64) { check_row_ops(torch::kFloat64); }
 
 TEST(OpTaps, BadSpecsAreClearErrors) {
   auto error = [](const std::string& text, const std::vector<TapOp>& ops) {
