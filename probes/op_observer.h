@@ -11,8 +11,11 @@
 //                                                          grad_bias)
 //   relu, sigmoid, tanh, exp                               elementwise, bound in ULPs
 //   sum (over all or some dims), mse_loss (mean)           exact sums and means
-// Every other op that computes floating values and that nothing tapped covers — softmax, layer_norm,
-// batch norm, in-place ops among them — is counted as "not evaluated" under its name, never dropped.
+//   softmax, log_softmax (the op's dim), layer_norm,       correctly rounded, bound a stated allowance
+//   batch_norm (training mode), forward, where outermost   (reference/normalization.h)
+// Every other op that computes floating values and that nothing tapped covers — GELU, batch norm in
+// eval mode, cross_entropy_loss (whose inner log_softmax is not outermost), in-place ops among them — is
+// counted as "not evaluated" under its name, never dropped.
 // Views (outputs that alias an input) move no values and are not counted.
 //
 // Names: a forward op that reads a parameter is named by the parameter's module and its ATen name
