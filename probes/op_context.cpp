@@ -6,6 +6,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "saddlescope/base/text.h"
+
 namespace saddlescope::probes::internal {
 
 bool moves_data(const std::string& aten_name) {
@@ -22,14 +24,27 @@ bool moves_data(const std::string& aten_name) {
   return ops.count(aten_name) > 0;
 }
 
-std::string module_path() {
+std::string module_path(const ParameterNames& parameters) {
   std::string path;
   for (const std::string& entry : torch::jit::currentModuleHierarchy()) {
     const std::string name = entry.substr(0, entry.find('('));
     if (name.empty() || name == "TOP" || name == "SELF") continue;
     path += (path.empty() ? "" : ".") + name;
   }
-  return path;
+  if (path.empty()) return path;
+  // The hierarchy leaves out a container whose loop TorchScript unrolls (a ModuleList iterated in
+  // forward: blocks.0.attn is recorded as 0.attn). The one module prefix of the parameters' names that
+  // ends in the path, at a name boundary, is its full name; none or several: the path as recorded.
+  std::string found;
+  for (const auto& [impl, name] : parameters) {
+    for (size_t end = name.find('.'); end != std::string::npos; end = name.find('.', end + 1)) {
+      const std::string prefix = name.substr(0, end);
+      if (prefix != path && !ends_with(prefix, "." + path)) continue;
+      if (!found.empty() && found != prefix) return path;
+      found = prefix;
+    }
+  }
+  return found.empty() ? path : found;
 }
 
 std::string parameter_module(const ParameterNames& parameters, const std::vector<c10::IValue>& inputs) {

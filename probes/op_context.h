@@ -26,15 +26,17 @@ inline std::string short_name(const std::string& name) {
 // Ops that only create, copy or move values (no rounding).
 bool moves_data(const std::string& aten_name);
 
+// Parameter names by tensor: an op that reads a parameter (or a view of one) is named by it.
+using ParameterNames = std::map<const void*, std::string>;  // TensorImpl* -> "encoder.fc1.weight"
+
 // The TorchScript module that called the current op, as a parameter-name prefix ("layer1.0.conv1"):
-// the interpreter's module hierarchy less TOP and SELF (a method of the same module). "" outside one.
-std::string module_path();
+// the interpreter's module hierarchy less TOP and SELF (a method of the same module), completed from
+// `parameters` where TorchScript dropped an unrolled container's name ("0.attn" -> "blocks.0.attn").
+// "" outside a module.
+std::string module_path(const ParameterNames& parameters);
 
 // The tensor a view was taken of (Linear's weight.t() -> weight), or the tensor itself.
 inline const at::TensorBase& base_of(const at::Tensor& t) { return t.is_view() ? t._base() : t; }
-
-// Parameter names by tensor: an op that reads a parameter (or a view of one) is named by it.
-using ParameterNames = std::map<const void*, std::string>;  // TensorImpl* -> "encoder.fc1.weight"
 
 // The module of the first parameter among `inputs` ("encoder.fc1" of encoder.fc1.weight), or "".
 std::string parameter_module(const ParameterNames& parameters, const std::vector<c10::IValue>& inputs);

@@ -480,7 +480,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     }
     if (!in_backward) {
       f.module = parameter_module(m->parameters, f.inputs);
-      if (f.module.empty()) f.module = module_path();
+      if (f.module.empty()) f.module = module_path(m->parameters);
     }
   }
   stack.push_back(std::move(f));

@@ -139,7 +139,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       const bool in_backward = !stack.empty();
       if (!in_backward) {
         f.module = internal::parameter_module(m->parameters, f.inputs);
-        if (f.module.empty()) f.module = internal::module_path();
+        if (f.module.empty()) f.module = internal::module_path(m->parameters);
       } else {
         f.module = stack.back().name;  // the autograd node
       }

@@ -105,6 +105,14 @@ TEST_F(Examples, TheGptsTapsCoverBmmSoftmaxAndLayerNorm) {
   }
   EXPECT_TRUE(softmax);
   EXPECT_TRUE(layer_norm);
+  // The attention's parameter-free ops are named by their module's full path, the ModuleList's name
+  // included, though TorchScript unrolls the loop over it and records only "0.attn".
+  auto rows = store::RunDir::open(r)->ops();
+  ASSERT_TRUE(rows.ok());
+  std::set<std::string> ops;
+  for (const auto& row : *rows) ops.insert(row.op);
+  EXPECT_TRUE(ops.count("blocks.0.attn:softmax"));
+  EXPECT_TRUE(ops.count("blocks.0.attn:bmm"));
 }
 
 }  // namespace
