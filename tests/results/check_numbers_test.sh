@@ -6,7 +6,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 python3 "$here/check_numbers.py" "$root/docs/results/seed-2021/README.md" "$root/docs/results/analysis/README.md" \
   "$root/docs/results/batch-invariance/README.md" "$root/docs/results/noise-budget/README.md" \
-  "$root/docs/results/first-divergent-op/README.md"
+  "$root/docs/results/first-divergent-op/README.md" "$root/docs/results/any-model/README.md" \
+  "$root/docs/results/constnet/README.md"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

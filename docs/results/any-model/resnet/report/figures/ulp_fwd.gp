@@ -1,0 +1,37 @@
+# ulp_fwd — Forward op error in ULPs
+# gnuplot -c ulp_fwd.gp OUT.svg OUT.png ulp_fwd.csv
+set datafile separator ','
+set datafile columnheaders
+set encoding utf8
+set termoption noenhanced
+set style fill transparent solid 0.18 noborder
+set grid lc rgb '#d9d9d9' lw 1
+set border lc rgb '#333333'
+set key tmargin center horizontal box lc rgb '#bbbbbb'
+set linetype 1 lc rgb '#000000' lw 2 dt 1 pt 7 ps 0.9
+set linetype 2 lc rgb '#d55e00' lw 2 dt 2 pt 5 ps 0.9
+set linetype 3 lc rgb '#0072b2' lw 2 dt 3 pt 9 ps 1.1
+set linetype 4 lc rgb '#009e73' lw 2 dt 4 pt 13 ps 1.0
+set linetype 5 lc rgb '#cc79a7' lw 2 dt 5 pt 11 ps 1.0
+set linetype 6 lc rgb '#e69f00' lw 2 dt (12,6,2,6,2,6) pt 6 ps 0.9
+set linetype 7 lc rgb '#56b4e9' lw 2 dt (2,4) pt 4 ps 0.9
+set linetype 8 lc rgb '#7f7f7f' lw 2 dt (16,4) pt 8 ps 1.0
+set linetype cycle 8
+set terminal svg size 760,440 dynamic font 'sans,11' background '#ffffff'
+set termoption noenhanced
+set output ARG1
+set xtics ('0' -11, '0.000976562' -10, '0.00390625' -8, '0.015625' -6, '0.0625' -4, '0.25' -2, '1' 0, '4' 2, '16' 4, '64' 6, '256' 8, '1024' 10, '4096' 12, '16384' 14, '65536' 16, '262144' 18, '1.04858e+06' 20, '4.1943e+06' 22)
+set xrange [-12.5:22.5]
+set yrange [0:*]
+set xlabel '|ULP error| (upper edge of the bin)'
+set ylabel 'fraction of sampled elements'
+plot ARG3 using 'bin':(column('series')==1 ? column('fraction') : NaN) with linespoints lt 1 title 'cpu-t1', \
+  ARG3 using 'bin':(column('series')==2 ? column('fraction') : NaN) with linespoints lt 2 title 'cuda', \
+  ARG3 using 'bin':(column('series')==3 ? column('fraction') : NaN) with linespoints lt 3 title 'cuda-deterministic', \
+  ARG3 using 'bin':(column('series')==4 ? column('fraction') : NaN) with linespoints lt 4 title 'cuda-nocudnn'
+
+set terminal pngcairo size 1520,880 font 'sans,22' linewidth 2 background '#ffffff'
+set termoption noenhanced
+set output ARG2
+replot
+set output
