@@ -1,5 +1,7 @@
 #include "saddlescope/trainer/png.h"
 
+#include "saddlescope/base/text.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -32,10 +34,11 @@ Result<Image> decode_png(const std::string& path, const std::string& bytes) {
     if (bytes.size() - i < 12) return Status::Error(path + ": PNG truncated at byte " + std::to_string(i));
     const uint32_t n = be32(b + i);
     const std::string type(bytes.data() + i + 4, 4);
-    if (n > bytes.size() - i - 12) return Status::Error(path + ": PNG chunk " + type + " runs past the end of the file");
+    const std::string shown = printable(type);  // a damaged file's type may hold any byte, '\n' too
+    if (n > bytes.size() - i - 12) return Status::Error(path + ": PNG chunk " + shown + " runs past the end of the file");
     const unsigned char* data = b + i + 8;
     const uint32_t crc = static_cast<uint32_t>(crc32(crc32(0, nullptr, 0), b + i + 4, n + 4));
-    if (crc != be32(data + n)) return Status::Error(path + ": PNG chunk " + type + " fails its CRC (damaged file)");
+    if (crc != be32(data + n)) return Status::Error(path + ": PNG chunk " + shown + " fails its CRC (damaged file)");
     if (type == "IHDR") {
       if (n != 13) return Status::Error(path + ": PNG header of " + std::to_string(n) + " bytes, expected 13");
       img.width = be32(data);

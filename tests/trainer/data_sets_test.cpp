@@ -66,6 +66,10 @@ TEST(Png, RefusesWhatItCannotReadWithOneLine) {
   wide.replace(8, header.size(), header);
   EXPECT_EQ(error(wide), "x.png: PNG image data inflate to 39 bytes, expected 48 for 5x3 pixels");
   EXPECT_EQ(error(testing::encode_png(pixels, 4, 3, 3, {0, 5})), "x.png: PNG row 1 has filter 5; expected 0 to 4");
+  // A damaged chunk type is echoed printable, on one line (found by fuzz_png).
+  std::string newline = good;
+  newline[38] = '\n';  // IDAT's type: "I\nAT"
+  EXPECT_EQ(error(newline), "x.png: PNG chunk I\\x0aAT fails its CRC (damaged file)");
 }
 
 TEST(Cifar10, LabelsAreAJsonArrayOfDigitsOfTheSplitsSize) {
