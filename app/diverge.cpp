@@ -138,17 +138,25 @@ Result<OpSearch> search(const std::string& a, const std::string& b, const analys
 }
 
 // The op taps' kernel and phase for the found op (probes/op_taps.h), or nullopt when diverge does not
-// classify such an op: forward linear, convolutions, activations and the loss; a convolution's weight
-// gradient; the loss's gradient w.r.t. its prediction.
+// classify such an op: forward linear (addmm, mm, matmul, bmm), convolutions, activations, the loss,
+// softmax, log_softmax, layer_norm and batch_norm; a convolution's weight or input gradient; the loss's
+// gradient w.r.t. its prediction. Kernel names are the trace's ATen names less the dispatcher's
+// prefixes (_softmax, native_layer_norm, cudnn_batch_norm: softmax, layer_norm, batch_norm).
 std::optional<std::pair<std::string, std::string>> tap_key(const analysis::FirstOp& f) {
-  const std::string kernel = f.op.substr(f.op.rfind(':') + 1);
+  std::string kernel = f.op.substr(f.op.rfind(':') + 1);
+  for (const char* prefix : {"_", "native_", "cudnn_", "miopen_"})
+    if (kernel.rfind(prefix, 0) == 0) kernel = kernel.substr(std::string(prefix).size());
   if (f.phase == "fwd") {
-    if (kernel == "addmm" || kernel == "matmul" || kernel == "mm") return std::make_pair(std::string("linear"), std::string("fwd"));
-    for (const char* k : {"linear", "conv2d", "sigmoid", "tanh", "relu", "mse_loss"})
+    if (kernel == "addmm" || kernel == "matmul" || kernel == "mm" || kernel == "bmm")
+      return std::make_pair(std::string("linear"), std::string("fwd"));
+    if (kernel == "convolution") return std::make_pair(std::string("conv2d"), std::string("fwd"));
+    for (const char* k : {"linear", "conv2d", "sigmoid", "tanh", "relu", "mse_loss", "softmax", "log_softmax",
+                          "layer_norm", "batch_norm"})
       if (kernel == k) return std::make_pair(kernel, std::string("fwd"));
     return std::nullopt;
   }
   if (kernel == "convolution_backward" && f.result == "the weight gradient") return std::make_pair(std::string("conv2d"), std::string("wgrad"));
+  if (kernel == "convolution_backward" && f.result == "the input gradient") return std::make_pair(std::string("conv2d"), std::string("dgrad"));
   if (kernel == "mse_loss_backward") return std::make_pair(std::string("mse_loss"), std::string("dgrad"));
   return std::nullopt;
 }

@@ -527,6 +527,26 @@ TEST(Cli, FirstDivergentOpIsClassifiedAgainstTheExactReference) {
   EXPECT_EQ(j["classification"]["b"]["beyond"], 0);
 }
 
+// A user's convolutional module (examples/models/resnet.py, small), one thread against two: the first op
+// that parts from equal inputs is found in the TorchScript trace and classified by the generic op taps.
+TEST(Cli, FirstDivergentOpOfAUsersConvNetIsClassified) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 cores for two threads";
+  testing::TempDir dir;
+  const char* py = std::getenv("SADDLESCOPE_PYTHON");
+  const std::string script = std::string(py ? py : "/usr/bin/python3") + " " SADDLESCOPE_SOURCE_DIR
+                             "/examples/models/resnet.py --width 4 --out " + dir.file("net.pt");
+  ASSERT_EQ(std::system(script.c_str()), 0) << script;
+  std::string common = "--model torchscript --model-file " + dir.file("net.pt") +
+                       " --data cifar10:train=256 --loss cross_entropy --steps 2 --batch-size 64 ";
+  ASSERT_EQ(run("train " + common + "--threads 1 --out " + dir.file("t1")).code, 0);
+  ASSERT_EQ(run("train " + common + "--threads 2 --out " + dir.file("t2")).code, 0);
+  Output o = run("diverge " + only_run(dir.file("t1")) + " " + only_run(dir.file("t2")));
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("first divergent op: step 0, op "), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("inputs equal, outputs differ"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("classified: rounding — op taps of "), std::string::npos) << o.text;
+}
+
 // train --like RUN: that run's config, with the flags given on top.
 TEST(Cli, TrainLikeARunTakesItsConfigAndTheFlagsOverIt) {
   testing::TempDir dir;
