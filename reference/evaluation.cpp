@@ -173,6 +173,7 @@ const char* op_name(Op op) {
     case Op::kLogSoftmax: return "log_softmax";
     case Op::kLayerNorm: return "layer_norm";
     case Op::kBatchNorm: return "batch_norm";
+    case Op::kSoftmaxBackward: return "softmax_backward";
   }
   return "?";
 }

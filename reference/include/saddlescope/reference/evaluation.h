@@ -8,7 +8,7 @@
 //
 // The same Evaluation describes the other ops of a training step (ops.h: matmul and conv2d elements, the
 // mean losses; elementwise.h: sigmoid, tanh, ReLU, exp; normalization.h: softmax, log_softmax, layer and
-// batch norm); the fields below say where they differ.
+// batch norm; softmax_backward.h: softmax's input gradient); the fields below say where they differ.
 //
 // Inputs are plain spans (pointer + length). Non-finite inputs are not errors: the evaluation says which
 // non-finite value IEEE 754 semantics give (NaN, +inf, -inf) and where the first such input is.
@@ -29,6 +29,7 @@ enum class Op {
   kMseLossGrad,                                 // ops.h: one element of the MSE loss's input gradient
   kSigmoid, kTanh, kRelu, kExp,                 // elementwise.h: one input, bound in ULPs
   kSoftmax, kLogSoftmax, kLayerNorm, kBatchNorm,  // normalization.h: one element of a row, an allowance
+  kSoftmaxBackward,                             // softmax_backward.h: exact, bound gamma_{n+2}
 };
 
 // True for the ops of elementwise.h, whose bound is a number of ULPs rather than gamma_k · abs_sum.
@@ -39,7 +40,8 @@ bool is_elementwise(Op op);
 enum class Kind { kFinite, kNaN, kPlusInf, kMinusInf };
 
 const char* op_name(Op op);      // "sum", "dot", "matmul", "conv2d", "conv2d_wgrad", "mse_loss", ...,
-                                 // "softmax", "log_softmax", "layer_norm", "batch_norm"
+                                 // "softmax", "log_softmax", "layer_norm", "batch_norm",
+                                 // "softmax_backward"
 const char* kind_name(Kind k);   // "finite" / "nan" / "inf" / "-inf"
 
 struct Evaluation {
