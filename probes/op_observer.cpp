@@ -10,6 +10,7 @@
 #include "saddlescope/reference/elementwise.h"
 #include "saddlescope/reference/normalization.h"
 #include "saddlescope/reference/ops.h"
+#include "saddlescope/reference/softmax_backward.h"
 
 namespace saddlescope::probes::internal {
 namespace {
@@ -21,7 +22,7 @@ const std::set<std::string>& evaluable() {
       "aten::convolution", "aten::convolution_backward", "aten::relu", "aten::sigmoid", "aten::tanh",
       "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
       "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
-      "aten::native_batch_norm"};
+      "aten::native_batch_norm", "aten::_softmax_backward_data"};
   return ops;
 }
 
@@ -30,7 +31,7 @@ const std::set<std::string>& evaluable() {
 bool is_row_op(const std::string& name) {
   return name == "aten::softmax" || name == "aten::_softmax" || name == "aten::log_softmax" ||
          name == "aten::_log_softmax" || name == "aten::layer_norm" || name == "aten::native_layer_norm" ||
-         name == "aten::batch_norm" || name == "aten::native_batch_norm";
+         name == "aten::batch_norm" || name == "aten::native_batch_norm" || name == "aten::_softmax_backward_data";
 }
 
 at::Tensor tensor_of(const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); }
@@ -84,14 +85,14 @@ struct OpObserver::Impl {
     std::vector<std::pair<std::vector<int64_t>, bool>> inputs;  // squeezed shape, is a weight
   };
   struct Sample {
-    enum class Kind { kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm } kind;
+    enum class Kind { kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm, kSoftmaxBwd } kind;
     std::string op, kernel, phase, index;
     int64_t call = 0;
     reference::Op fn = reference::Op::kRelu;
     at::Tensor a, b, bias, observed;  // host copies
     reference::Conv2dGeometry g;
     int64_t oy = 0, ox = 0, ky = 0, kx = 0, batch = 0;
-    int64_t i = 0;    // kRow, kNorm: the element's position in its row / group `a`
+    int64_t i = 0;    // kRow, kNorm, kSoftmaxBwd: the element's position in its row / group `a`
     double eps = 0;   // kNorm; b and bias hold the element's weight and bias (or undefined)
   };
 
@@ -296,6 +297,27 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
       x.kind = Kind::kMse;
       x.a = to_host(p.reshape(-1));
       x.b = to_host(t.reshape(-1));
+    });
+  } else if (f.name == "aten::_softmax_backward_data") {
+    // _softmax_backward_data(grad_output, output, int dim, ScalarType input_dtype): the rows of the
+    // forward's output y (a) and of the gradient g (b) through the element along dim.
+    const at::Tensor g = tensor_of(in[0]).detach(), y = tensor_of(in[1]).detach();
+    if (!backward || in.size() < 3 || !in[2].isInt() || !g.defined() || !y.defined() || g.sizes() != out.sizes() ||
+        y.sizes() != out.sizes())
+      return skip();
+    const std::vector<int64_t> shape = out.dim() == 0 ? std::vector<int64_t>{1} : out.sizes().vec();
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    const int64_t dim = in[2].toInt() < 0 ? in[2].toInt() + rank : in[2].toInt();
+    if (dim < 0 || dim >= rank) return skip();
+    int64_t inner = 1;
+    for (int64_t d = dim + 1; d < rank; ++d) inner *= shape[d];
+    const int64_t size = shape[dim];
+    const at::Tensor y_rows = y.reshape({-1, size, inner}), g_rows = g.reshape({-1, size, inner});
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kSoftmaxBwd;
+      x.a = to_host(y_rows[s / (size * inner)].select(1, s % inner));
+      x.b = to_host(g_rows[s / (size * inner)].select(1, s % inner));
+      x.i = s / inner % size;
     });
   } else if (is_row_op(f.name)) {
     if (backward || !tap_row_op(f, out, op, kernel)) return skip();
@@ -558,6 +580,7 @@ Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s)
     case Kind::kRow:
       return s.fn == reference::Op::kSoftmax ? reference::evaluate_softmax(a, s.a.numel(), s.i)
                                              : reference::evaluate_log_softmax(a, s.a.numel(), s.i);
+    case Kind::kSoftmaxBwd: return reference::evaluate_softmax_backward(b, a, s.a.numel(), s.i);
     case Kind::kNorm:
       return reference::evaluate_normalization(s.fn, a, s.a.numel(), s.i, b,
                                                s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.eps);

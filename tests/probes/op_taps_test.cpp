@@ -383,6 +383,43 @@ void check_row_ops(torch::Dtype dtype) {
 TEST(OpTaps, GenericTapsMeasureSoftmaxLayerNormAndBatchNormFloat32) { check_row_ops(torch::kFloat32); }
 TEST(OpTaps, GenericTapsMeasureSoftmaxLayerNormAndBatchNormFloat64) { check_row_ops(torch::kFloat64); }
 
+// softmax's backward (aten::_softmax_backward_data, run by its autograd node): dgrad rows named by the
+// forward softmax, exact against the reference and within γ_{n+2}; a gradient of ones (from a plain sum)
+// and a weighted one, along an inner and the last dim.
+void check_softmax_backward(torch::Dtype dtype) {
+  testing::TempDir dir;
+  auto taps = OpTaps::create({spec("ops:every=1,k=6")}, {}, dir.path(), -1, /*generic=*/true);
+  ASSERT_TRUE(taps.ok()) << taps.status().message();
+  auto gen = at::detail::createCPUGenerator(23);
+  auto opts = torch::TensorOptions().dtype(dtype);
+  torch::Tensor x = (torch::randn({4, 7, 5}, gen, opts) * 2).requires_grad_();
+  torch::Tensor v = torch::randn({4, 7, 5}, gen, opts);
+  (*taps)->arm(0);
+  const torch::Tensor h = x * 0.5;  // an activation: the gradient of a leaf x would be a wgrad
+  torch::Tensor loss = (torch::softmax(h, 1) * v).sum() + torch::softmax(h, -1).sum();
+  loss.backward();
+  ASSERT_TRUE((*taps)->record(0).ok());
+  auto rows = store::read_table(dir.path(), store::kOps);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  int measured = 0;
+  double ulps = 0, ratio = 0;
+  for (const auto& r : *rows) {
+    EXPECT_FALSE(r.kernel == "_softmax_backward_data" && r.flag == "not_evaluated") << r.op;
+    if (r.kernel != "_softmax_backward_data") continue;
+    EXPECT_EQ(r.flag, "within") << r.op << " " << r.index << ": " << r.bound_ratio;
+    EXPECT_EQ(r.phase, "dgrad") << r.op;
+    EXPECT_EQ(r.op, "softmax") << r.kernel;
+    ++measured;
+    ulps = std::max(ulps, std::fabs(r.ulp_error));
+    ratio = std::max(ratio, r.bound_ratio);
+  }
+  EXPECT_EQ(measured, 12);
+  std::printf("%s _softmax_backward_data: max |ULP| %.3g, max error/bound %.3g\n", c10::toString(dtype), ulps, ratio);
+}
+
+TEST(OpTaps, GenericTapsMeasureSoftmaxBackwardFloat32) { check_softmax_backward(torch::kFloat32); }
+TEST(OpTaps, GenericTapsMeasureSoftmaxBackwardFloat64) { check_softmax_backward(torch::kFloat64); }
+
 TEST(OpTaps, BadSpecsAreClearErrors) {
   auto error = [](const std::string& text, const std::vector<TapOp>& ops) {
     Status s = check_op_taps(spec(text), ops);
