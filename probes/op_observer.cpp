@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/reference/elementwise.h"
+#include "saddlescope/reference/gelu.h"
 #include "saddlescope/reference/normalization.h"
 #include "saddlescope/reference/ops.h"
 #include "saddlescope/reference/softmax_backward.h"
@@ -22,7 +23,7 @@ const std::set<std::string>& evaluable() {
       "aten::convolution", "aten::convolution_backward", "aten::relu", "aten::sigmoid", "aten::tanh",
       "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
       "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
-      "aten::native_batch_norm", "aten::_softmax_backward_data"};
+      "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::gelu"};
   return ops;
 }
 
@@ -267,6 +268,16 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
     sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
       x.kind = Kind::kElementwise;
       x.fn = fn;
+      x.a = to_host(x_in[s]);
+    });
+  } else if (f.name == "aten::gelu") {
+    // gelu(self, str approximate = 'none' | 'tanh').
+    const std::string approximate = in.size() > 1 && in[1].isString() ? in[1].toStringRef() : "none";
+    if (approximate != "none" && approximate != "tanh") return skip();
+    const at::Tensor x_in = tensor_of(in[0]).detach().reshape(-1);
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kElementwise;
+      x.fn = approximate == "tanh" ? reference::Op::kGeluTanh : reference::Op::kGelu;
       x.a = to_host(x_in[s]);
     });
   } else if (f.name == "aten::sum") {
@@ -570,7 +581,8 @@ Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s)
   switch (s.kind) {
     case Kind::kDot: return reference::evaluate_dot(a, s.a.numel(), b, s.b.numel());
     case Kind::kSum: return reference::evaluate_sum(a, s.a.numel());
-    case Kind::kElementwise: return reference::evaluate_elementwise(s.fn, *a);
+    case Kind::kElementwise:
+      return reference::is_gelu(s.fn) ? reference::evaluate_gelu(s.fn, *a) : reference::evaluate_elementwise(s.fn, *a);
     case Kind::kMse: return reference::evaluate_mse_loss(a, s.a.numel(), b, s.b.numel());
     case Kind::kConv:
       return reference::evaluate_conv2d_element(a, s.a.numel(), b, s.b.numel(),
