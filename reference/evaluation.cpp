@@ -175,6 +175,7 @@ const char* op_name(Op op) {
     case Op::kLayerNorm: return "layer_norm";
     case Op::kBatchNorm: return "batch_norm";
     case Op::kSoftmaxBackward: return "softmax_backward";
+    case Op::kLogSoftmaxBackward: return "log_softmax_backward";
     case Op::kGelu: return "gelu";
     case Op::kGeluTanh: return "gelu_tanh";
   }
@@ -200,8 +201,8 @@ double Evaluation::bound(Format f) const {
     const int ulp = std::min(value_ulp_exponent(*this, f), max_exponent(f) - precision(f) + 1);
     return std::ldexp(allowed_ulps(op, input_format, f), ulp);
   }
-  if (is_normalization(op) || is_gelu(op)) {
-    // A stated allowance (normalization.h, gelu.h), plus a few subnormal ULPs for values that underflow in f.
+  if (is_normalization(op) || is_gelu(op) || op == Op::kLogSoftmaxBackward) {
+    // A stated allowance (normalization.h, gelu.h, softmax_backward.h), plus a few subnormal ULPs for values that underflow in f.
     const double subnormal = std::ldexp(kLibraryUlps + 2, min_normal_exponent(f) - precision(f) + 1);
     const double first_order = unit_roundoff(f) * unit_coefficient;
     return abs_sum == 0 ? first_order + subnormal : first_order + gamma_n(rounding_steps, f) * abs_sum + subnormal;

@@ -1,11 +1,14 @@
-// softmax's input gradient: closed forms, the exact value against GMP rationals computed here
-// independently, naive float32 kernels within the a-priori bound, wrong values beyond it.
+// softmax's and log_softmax's input gradients: closed forms, softmax's exact value against GMP rationals and
+// log_softmax's correct rounding against MPFR at 3000 bits (both computed here independently), naive
+// kernels within the bound or allowance, wrong values beyond it.
 #include "saddlescope/reference/softmax_backward.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <mpfr.h>
+
 #include <random>
 #include <vector>
 
@@ -194,6 +197,110 @@ TEST(SoftmaxBackward, BoundIsGammaNPlus2) {
   EXPECT_EQ(e->abs_sum, 0.5 * (2 + (1 + 0.25 + 1)));
   EXPECT_EQ(e->bound(Format::kFloat32), gamma_n(5, Format::kFloat32) * e->abs_sum);
   EXPECT_EQ(e->f64, 0.5 * (-2 - (-1 + 0.25 + 1)));
+}
+
+}  // namespace
+}  // namespace saddlescope::reference
+
+namespace saddlescope::reference {
+namespace {
+
+// g_i − e^ℓ·Σg at 3000 bits, from the definition, rounded to `bits` (24 or 53).
+double log_backward_3000(const std::vector<double>& g, double l, size_t i, mpfr_prec_t bits) {
+  mpfr_t s, t;
+  mpfr_inits2(3000, s, t, static_cast<mpfr_ptr>(nullptr));
+  mpfr_set_ui(s, 0, MPFR_RNDN);
+  for (double v : g) mpfr_add_d(s, s, v, MPFR_RNDN);
+  mpfr_set_d(t, l, MPFR_RNDN);
+  mpfr_exp(t, t, MPFR_RNDN);
+  mpfr_mul(t, t, s, MPFR_RNDN);
+  mpfr_d_sub(t, g[i], t, MPFR_RNDN);
+  mpfr_prec_round(t, bits, MPFR_RNDN);
+  const double v = bits == 24 ? static_cast<double>(mpfr_get_flt(t, MPFR_RNDN)) : mpfr_get_d(t, MPFR_RNDN);
+  mpfr_clears(s, t, static_cast<mpfr_ptr>(nullptr));
+  return v;
+}
+
+TEST(LogSoftmaxBackward, ClosedForms) {
+  const std::vector<float> g = {0.5f, -1.5f, 1.0f}, l = {-1.0986123f, 0.0f, -INFINITY};
+  auto e = evaluate_log_softmax_backward(g.data(), l.data(), 3, 1);  // Σg = 0: g_i
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->f32, -1.5f);
+  EXPECT_TRUE(e->exact_is_exact);
+  EXPECT_STREQ(op_name(e->op), "log_softmax_backward");
+  const std::vector<float> h = {0.25f, 2.0f, 1.0f};
+  EXPECT_EQ(evaluate_log_softmax_backward(h.data(), l.data(), 3, 1)->f64, 2.0 - 3.25);  // ℓ = 0: g_i − G
+  EXPECT_EQ(evaluate_log_softmax_backward(h.data(), l.data(), 3, 2)->f64, 1.0);         // ℓ = −inf: g_i
+  auto irr = evaluate_log_softmax_backward(h.data(), l.data(), 3, 0);
+  EXPECT_FALSE(irr->exact_is_exact);
+  EXPECT_EQ(irr->rounding_steps, 3);
+}
+
+TEST(LogSoftmaxBackward, CorrectlyRoundedAndKernelsWithinTheAllowance) {
+  std::mt19937_64 rng(64);
+  std::normal_distribution<double> normal(0, 1);
+  double ratio32 = 0, ratio64 = 0;
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 1 + trial * 7;
+    std::vector<float> x(n), g(n);
+    for (int j = 0; j < n; ++j) x[j] = static_cast<float>(normal(rng) * (trial % 2 ? 5 : 1)), g[j] = static_cast<float>(normal(rng));
+    float m = -INFINITY, s = 0, sum_g = 0;
+    for (float v : x) m = std::max(m, v);
+    for (float v : x) s += std::exp(v - m);
+    std::vector<float> l;
+    for (float v : x) l.push_back((v - m) - std::log(s));
+    for (float v : g) sum_g += v;
+    const std::vector<double> g64(g.begin(), g.end());
+    double sum64 = 0;
+    for (double v : g64) sum64 += v;
+    for (int64_t i = 0; i < n; i += 3) {
+      auto e = evaluate_log_softmax_backward(g.data(), l.data(), n, i);
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->f64, log_backward_3000(g64, l[i], i, 53)) << "n=" << n << " i=" << i;
+      EXPECT_EQ(static_cast<double>(e->f32), log_backward_3000(g64, l[i], i, 24)) << "n=" << n << " i=" << i;
+      const ErrorReport r = assess(*e, g[i] - std::exp(l[i]) * sum_g);
+      const ErrorReport r64 = assess(*e, g64[i] - std::exp(static_cast<double>(l[i])) * sum64);
+      EXPECT_TRUE(r.matches) << "n=" << n << " i=" << i << ": " << r.bound_ratio;
+      EXPECT_TRUE(r64.matches) << "n=" << n << " i=" << i << ": " << r64.bound_ratio;
+      ratio32 = std::max(ratio32, r.bound_ratio);
+      ratio64 = std::max(ratio64, r64.bound_ratio);
+      ++checked;
+    }
+  }
+  // Up to ~1 where g_i dominates: the final subtraction's rounding alone may take u|value|, all of the
+  // allowance's last term.
+  std::printf("%d log_softmax_backward elements correctly rounded; naive max error/bound float32 %.3g, "
+              "float64 %.3g\n", checked, ratio32, ratio64);
+}
+
+// 1000 ULPs off is beyond the allowance on a short row where g_i − e^ℓG does not cancel (the allowance
+// is absolute: γ_n·e^ℓΣ|g| and ~9u|e^ℓG|); softmax's gradient observed for log_softmax's is far beyond.
+TEST(LogSoftmaxBackward, WrongValuesAreBeyondTheAllowance) {
+  const std::vector<float> g = {0.8f, -0.3f, 0.1f, 0.45f, -0.2f}, l = {-1.2f, -2.5f, -0.9f, -3.1f, -1.7f};
+  for (int64_t i = 0; i < 5; ++i) {
+    auto e = evaluate_log_softmax_backward(g.data(), l.data(), 5, i);
+    const float v = e->f32, off = v + 1000 * (std::nextafter(v, INFINITY) - v);
+    EXPECT_TRUE(assess(*e, v).matches) << i;
+    const ErrorReport r = assess(*e, off);
+    EXPECT_FALSE(r.matches) << i << ": " << r.bound_ratio;
+  }
+  auto e = evaluate_log_softmax_backward(g.data(), l.data(), 5, 0);
+  const float y0 = std::exp(l[0]);
+  EXPECT_FALSE(assess(*e, y0 * (g[0] - (0.8f * y0 - 0.3f * std::exp(l[1])))).matches);
+}
+
+TEST(LogSoftmaxBackward, NonFiniteAndBadInputs) {
+  const std::vector<double> g = {1, NAN}, l = {-0.5, -1.0}, l_inf = {INFINITY, 0};
+  EXPECT_EQ(evaluate_log_softmax_backward(g.data(), l.data(), 2, 0)->kind, Kind::kNaN);
+  EXPECT_EQ(evaluate_log_softmax_backward(g.data(), l.data(), 2, 0)->first_nonfinite, 1);
+  const std::vector<double> g2 = {1, 2};
+  auto e = evaluate_log_softmax_backward(g2.data(), l_inf.data(), 2, 0);  // 1 − inf·3
+  EXPECT_EQ(e->kind, Kind::kMinusInf);
+  EXPECT_EQ(e->first_nonfinite, 2);
+  auto r = evaluate_log_softmax_backward(g2.data(), l.data(), 2, 5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "log_softmax_backward: i = 5 is outside [0, 2)");
 }
 
 }  // namespace

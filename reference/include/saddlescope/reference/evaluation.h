@@ -31,6 +31,7 @@ enum class Op {
   kSigmoid, kTanh, kRelu, kExp,                 // elementwise.h: one input, bound in ULPs
   kSoftmax, kLogSoftmax, kLayerNorm, kBatchNorm,  // normalization.h: one element of a row, an allowance
   kSoftmaxBackward,                             // softmax_backward.h: exact, bound gamma_{n+2}
+  kLogSoftmaxBackward,                          // softmax_backward.h: an allowance as normalization.h's
   kGelu, kGeluTanh,                             // gelu.h: one input, an allowance as normalization.h's
 };
 
@@ -43,7 +44,8 @@ enum class Kind { kFinite, kNaN, kPlusInf, kMinusInf };
 
 const char* op_name(Op op);      // "sum", "dot", "matmul", "conv2d", "conv2d_wgrad", "mse_loss", ...,
                                  // "softmax", "log_softmax", "layer_norm", "batch_norm",
-                                 // "softmax_backward", "gelu", "gelu_tanh"
+                                 // "softmax_backward", "log_softmax_backward", "gelu",
+                                 // "gelu_tanh"
 const char* kind_name(Kind k);   // "finite" / "nan" / "inf" / "-inf"
 
 struct Evaluation {
@@ -71,7 +73,8 @@ struct Evaluation {
   // Sums, dot products and ops.h: gamma_k(rounding_steps, f) · abs_sum, the largest error a recursive
   // (any order) evaluation in format f can make, barring underflow; 0 when abs_sum is 0; +inf when
   // gamma_k is. Elementwise ops: allowed_ulps(op, input_format, f) ULPs of the value in f (elementwise.h;
-  // beyond f's range, ULPs of its largest binade). normalization.h and gelu.h: u(f)·unit_coefficient +
+  // beyond f's range, ULPs of its largest binade). normalization.h, gelu.h and log_softmax_backward
+  // (softmax_backward.h): u(f)·unit_coefficient +
   // gamma_k(rounding_steps, f)·abs_sum + (kLibraryUlps + 2) ULPs of f's subnormals, a stated allowance.
   double bound(Format f) const;
   // Every digit of `exact`, then "/divisor" when divisor != 1; or "nan" / "inf" / "-inf". For sigmoid,

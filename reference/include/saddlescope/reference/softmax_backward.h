@@ -1,5 +1,5 @@
-// Exact evaluation of one element of softmax's input gradient, as autograd computes it from the forward's
-// output: aten::_softmax_backward_data(grad_output, output, dim).
+// One element of softmax's and log_softmax's input gradients, as autograd computes them from the forward's
+// output: aten::_softmax_backward_data / _log_softmax_backward_data(grad_output, output, dim).
 //
 //   grad_input_i = y_i · (g_i − D),  D = Σ_j g_j y_j  over the row along dim,
 //
@@ -23,6 +23,20 @@
 // Non-finite inputs: any NaN/Inf among g and y makes D non-finite (a product inf·0 is NaN); the result is
 // the IEEE outcome of y_i·(g_i − D) (NaN, ±inf), with first_nonfinite the smallest j whose g_j or y_j is
 // not finite.
+// log_softmax's input gradient (kLogSoftmaxBackward), from the forward's output ℓ and the gradient g:
+//
+//   grad_input_i = g_i − e^{ℓ_i}·G,  G = Σ_j g_j,
+//
+// irrational unless G = 0, ℓ_i = 0 or ℓ_i = −inf (then exactly g_i, g_i − G, g_i): G exactly (a dyadic),
+// then MPFR at a growing precision in Ziv's loop as normalization.h's (e^{ℓ_i} and the product within
+// 2^-p relative each, the subtraction within 2^-p|value|), correctly rounded to 128 bits in `exact`
+// (exact_is_exact = false) and to f32 / f64. Allowance, first order as normalization.h's (L = 2·
+// kLibraryUlps·u, exp's relative error): a kernel's Ĝ is off by γ_n·Σ|g_j|, which e^{ℓ_i} carries;
+// exp's L and the product's u make e^{ℓ_i}·Ĝ off by (L + u)·|e^{ℓ_i} G|; the subtraction rounds once more:
+//   bound = u·[(1 + L/u)·|e^{ℓ_i}G| + |value|] + γ_n·e^{ℓ_i}Σ|g_j|
+//   unit_coefficient = (1 + 2·kLibraryUlps)·|e^{ℓ_i}G| + |value|, abs_sum = e^{ℓ_i}Σ_j|g_j|, k = n.
+// Non-finite inputs: a NaN/Inf g_j, or ℓ_i NaN or +inf, give the IEEE outcome of g_i − e^{ℓ_i}·G, with
+// first_nonfinite the first such g_j, else n (for ℓ_i); ℓ_i = −inf (a masked entry) is valid: g_i.
 #pragma once
 
 #include <cstdint>
@@ -37,5 +51,12 @@ namespace saddlescope::reference {
 // Errors (one line, naming "softmax_backward"): n < 1, a null span, i outside [0, n).
 Result<Evaluation> evaluate_softmax_backward(const float* grad_output, const float* output, int64_t n, int64_t i);
 Result<Evaluation> evaluate_softmax_backward(const double* grad_output, const double* output, int64_t n, int64_t i);
+
+// g_i − e^{ℓ_i}·Σ_j g_j over grad_output[0..n), reading output[i] = ℓ_i only; op = kLogSoftmaxBackward,
+// n = rounding_steps = n. Errors (one line, naming "log_softmax_backward") as evaluate_softmax_backward.
+Result<Evaluation> evaluate_log_softmax_backward(const float* grad_output, const float* output, int64_t n,
+                                                 int64_t i);
+Result<Evaluation> evaluate_log_softmax_backward(const double* grad_output, const double* output, int64_t n,
+                                                 int64_t i);
 
 }  // namespace saddlescope::reference
