@@ -23,7 +23,7 @@ const std::set<std::string>& evaluable() {
       "aten::convolution", "aten::convolution_backward", "aten::relu", "aten::sigmoid", "aten::tanh",
       "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
       "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
-      "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::gelu"};
+      "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data", "aten::gelu"};
   return ops;
 }
 
@@ -32,7 +32,8 @@ const std::set<std::string>& evaluable() {
 bool is_row_op(const std::string& name) {
   return name == "aten::softmax" || name == "aten::_softmax" || name == "aten::log_softmax" ||
          name == "aten::_log_softmax" || name == "aten::layer_norm" || name == "aten::native_layer_norm" ||
-         name == "aten::batch_norm" || name == "aten::native_batch_norm" || name == "aten::_softmax_backward_data";
+         name == "aten::batch_norm" || name == "aten::native_batch_norm" || name == "aten::_softmax_backward_data" ||
+         name == "aten::_log_softmax_backward_data";
 }
 
 at::Tensor tensor_of(const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); }
@@ -309,9 +310,9 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
       x.a = to_host(p.reshape(-1));
       x.b = to_host(t.reshape(-1));
     });
-  } else if (f.name == "aten::_softmax_backward_data") {
-    // _softmax_backward_data(grad_output, output, int dim, ScalarType input_dtype): the rows of the
-    // forward's output y (a) and of the gradient g (b) through the element along dim.
+  } else if (f.name == "aten::_softmax_backward_data" || f.name == "aten::_log_softmax_backward_data") {
+    // _softmax_backward_data / _log_softmax_backward_data(grad_output, output, int dim, ScalarType
+    // input_dtype): the rows of the forward's output y (a) and of the gradient g (b) through the element.
     const at::Tensor g = tensor_of(in[0]).detach(), y = tensor_of(in[1]).detach();
     if (!backward || in.size() < 3 || !in[2].isInt() || !g.defined() || !y.defined() || g.sizes() != out.sizes() ||
         y.sizes() != out.sizes())
@@ -326,6 +327,8 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
     const at::Tensor y_rows = y.reshape({-1, size, inner}), g_rows = g.reshape({-1, size, inner});
     sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
       x.kind = Kind::kSoftmaxBwd;
+      x.fn = f.name == "aten::_softmax_backward_data" ? reference::Op::kSoftmaxBackward
+                                                      : reference::Op::kLogSoftmaxBackward;
       x.a = to_host(y_rows[s / (size * inner)].select(1, s % inner));
       x.b = to_host(g_rows[s / (size * inner)].select(1, s % inner));
       x.i = s / inner % size;
@@ -592,7 +595,9 @@ Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s)
     case Kind::kRow:
       return s.fn == reference::Op::kSoftmax ? reference::evaluate_softmax(a, s.a.numel(), s.i)
                                              : reference::evaluate_log_softmax(a, s.a.numel(), s.i);
-    case Kind::kSoftmaxBwd: return reference::evaluate_softmax_backward(b, a, s.a.numel(), s.i);
+    case Kind::kSoftmaxBwd:
+      return s.fn == reference::Op::kSoftmaxBackward ? reference::evaluate_softmax_backward(b, a, s.a.numel(), s.i)
+                                                     : reference::evaluate_log_softmax_backward(b, a, s.a.numel(), s.i);
     case Kind::kNorm:
       return reference::evaluate_normalization(s.fn, a, s.a.numel(), s.i, b,
                                                s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.eps);

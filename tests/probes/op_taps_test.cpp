@@ -383,9 +383,9 @@ void check_row_ops(torch::Dtype dtype) {
 TEST(OpTaps, GenericTapsMeasureSoftmaxLayerNormAndBatchNormFloat32) { check_row_ops(torch::kFloat32); }
 TEST(OpTaps, GenericTapsMeasureSoftmaxLayerNormAndBatchNormFloat64) { check_row_ops(torch::kFloat64); }
 
-// softmax's backward (aten::_softmax_backward_data, run by its autograd node): dgrad rows named by the
-// forward softmax, exact against the reference and within γ_{n+2}; a gradient of ones (from a plain sum)
-// and a weighted one, along an inner and the last dim.
+// softmax's and log_softmax's backward (aten::_softmax_backward_data, _log_softmax_backward_data, run by
+// their autograd nodes): dgrad rows named by the forward op, within γ_{n+2} / the allowance; a gradient
+// of ones (from a plain sum) and weighted ones, along an inner and the last dim.
 void check_softmax_backward(torch::Dtype dtype) {
   testing::TempDir dir;
   auto taps = OpTaps::create({spec("ops:every=1,k=6")}, {}, dir.path(), -1, /*generic=*/true);
@@ -396,25 +396,31 @@ void check_softmax_backward(torch::Dtype dtype) {
   torch::Tensor v = torch::randn({4, 7, 5}, gen, opts);
   (*taps)->arm(0);
   const torch::Tensor h = x * 0.5;  // an activation: the gradient of a leaf x would be a wgrad
-  torch::Tensor loss = (torch::softmax(h, 1) * v).sum() + torch::softmax(h, -1).sum();
+  torch::Tensor loss = (torch::softmax(h, 1) * v).sum() + torch::softmax(h, -1).sum() +
+                       (torch::log_softmax(h, 2) * v).sum();
   loss.backward();
   ASSERT_TRUE((*taps)->record(0).ok());
   auto rows = store::read_table(dir.path(), store::kOps);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   int measured = 0;
+  std::map<std::string, int> measured_by;
   double ulps = 0, ratio = 0;
   for (const auto& r : *rows) {
-    EXPECT_FALSE(r.kernel == "_softmax_backward_data" && r.flag == "not_evaluated") << r.op;
-    if (r.kernel != "_softmax_backward_data") continue;
+    const bool log = r.kernel == "_log_softmax_backward_data";
+    EXPECT_FALSE((log || r.kernel == "_softmax_backward_data") && r.flag == "not_evaluated") << r.op;
+    if (!log && r.kernel != "_softmax_backward_data") continue;
     EXPECT_EQ(r.flag, "within") << r.op << " " << r.index << ": " << r.bound_ratio;
     EXPECT_EQ(r.phase, "dgrad") << r.op;
-    EXPECT_EQ(r.op, "softmax") << r.kernel;
+    EXPECT_EQ(r.op, log ? "log_softmax" : "softmax") << r.kernel;
+    ++measured_by[r.kernel];
     ++measured;
     ulps = std::max(ulps, std::fabs(r.ulp_error));
     ratio = std::max(ratio, r.bound_ratio);
   }
-  EXPECT_EQ(measured, 12);
-  std::printf("%s _softmax_backward_data: max |ULP| %.3g, max error/bound %.3g\n", c10::toString(dtype), ulps, ratio);
+  EXPECT_EQ(measured, 18);
+  EXPECT_EQ(measured_by["_log_softmax_backward_data"], 6);
+  std::printf("%s _softmax_backward_data, _log_softmax_backward_data: max |ULP| %.3g, max error/bound %.3g\n",
+              c10::toString(dtype), ulps, ratio);
 }
 
 TEST(OpTaps, GenericTapsMeasureSoftmaxBackwardFloat32) { check_softmax_backward(torch::kFloat32); }
