@@ -10,12 +10,16 @@
 //   convolution (2-D, any groups), convolution_backward    fwd; dgrad (grad_input), wgrad (grad_weight,
 //                                                          grad_bias)
 //   relu, sigmoid, tanh, exp                               elementwise, bound in ULPs
+//   gelu (approximate 'none' and 'tanh')                   correctly rounded, a stated allowance (gelu.h)
 //   sum (over all or some dims), mse_loss (mean)           exact sums and means
 //   softmax, log_softmax (the op's dim), layer_norm,       correctly rounded, bound a stated allowance
 //   batch_norm (training mode), forward, where outermost   (reference/normalization.h)
-// Every other op that computes floating values and that nothing tapped covers — GELU, batch norm in
-// eval mode, cross_entropy_loss (whose inner log_softmax is not outermost), in-place ops among them — is
-// counted as "not evaluated" under its name, never dropped.
+//   _softmax_backward_data, _log_softmax_backward_data     exact, bound γ_{n+2}; correctly rounded, an
+//   (where their autograd node runs them: dgrad)           allowance (reference/softmax_backward.h)
+// Every other op that computes floating values and that nothing tapped covers — gelu_backward, layer
+// and batch norm backward, batch norm in eval mode, cross_entropy_loss (whose inner log_softmax is not
+// outermost), nll_loss_backward, in-place ops among them — is counted as "not evaluated" under its name,
+// never dropped.
 // Views (outputs that alias an input) move no values and are not counted.
 //
 // Names: a forward op that reads a parameter is named by the parameter's module and its ATen name
