@@ -11,7 +11,6 @@
 namespace saddlescope::reference {
 namespace {
 
-constexpr mpfr_prec_t kExactBits = 128;  // the precision of `exact` for irrational values
 // e^1386 < 2^2000: beyond it a value leaves the accumulators' range (elementwise.h).
 constexpr double kRangeLimit = 1386;
 // For |x| >= 90 sigmoid(x) and |tanh(x)| round to 1 at 128 bits: 1 - sigmoid(x) < e^-90 < 2^-129 and
@@ -42,30 +41,13 @@ mpfr_exp_t approximate(Op op, const mpfr_t x, mpfr_t y) {
 // Fills exact (128 bits), f32 and f64 from op(x) for finite x != 0 inside the range: one Ziv loop that
 // proves the 129-bit rounding, which implies the 25- and 54-bit ones (their breakpoints are among its).
 void round_correctly(Op op, double x, Evaluation& e) {
-  mpfr_t xm, y, exact;
+  mpfr_t xm;
   mpfr_init2(xm, 53);
   mpfr_set_d(xm, x, MPFR_RNDN);  // exact
-  mpfr_init2(exact, kExactBits);
-  for (mpfr_prec_t w = kExactBits + 32;; w *= 2) {
-    SADDLESCOPE_CHECK(w <= (mpfr_prec_t{1} << 20));  // Ziv's loop ends: op(x) is irrational here
-    mpfr_init2(y, w);
-    const mpfr_exp_t err = approximate(op, xm, y);
-    if (mpfr_can_round(y, err, MPFR_RNDN, MPFR_RNDZ, kExactBits + 1)) break;
-    mpfr_clear(y);
-  }
-  mpfr_set(exact, y, MPFR_RNDN);
-  e.exact = internal::dyadic_of(exact);
-  e.f32 = mpfr_get_flt(y, MPFR_RNDN);
-  e.f64 = mpfr_get_d(y, MPFR_RNDN);
-  mpfr_clears(xm, y, exact, static_cast<mpfr_ptr>(nullptr));
+  internal::round_by_ziv(e, [&](mpfr_t y) { return approximate(op, xm, y); });  // op(x) is irrational here
+  mpfr_clear(xm);
 }
 
-// Sets a value that needs no rounding search: exact and its roundings.
-void set_value(Evaluation& e, double v) {
-  e.exact = to_dyadic(v);
-  e.f32 = round_to_float(e.exact);
-  e.f64 = v;
-}
 
 Evaluation relu(double x, Format input) {
   Evaluation e;
@@ -77,7 +59,7 @@ Evaluation relu(double x, Format input) {
     internal::set_nonfinite(e, std::isnan(x) ? Kind::kNaN : Kind::kPlusInf);
     return e;
   }
-  set_value(e, x > 0 ? x : 0.0);
+  internal::set_value(e, x > 0 ? x : 0.0);
   e.abs_sum = e.f64;
   return e;
 }
@@ -94,12 +76,12 @@ Evaluation transcendental(Op op, double x, Format input) {
   }
   const bool limit = std::isinf(x);  // a limit is exact; a saturated or flushed value is not
   if (x == 0) {
-    set_value(e, op == Op::kExp ? 1.0 : op == Op::kSigmoid ? 0.5 : x);  // tanh(±0) = ±0
+    internal::set_value(e, op == Op::kExp ? 1.0 : op == Op::kSigmoid ? 0.5 : x);  // tanh(±0) = ±0
   } else if ((op == Op::kExp || op == Op::kSigmoid) && x < -kRangeLimit) {
-    set_value(e, 0.0);
+    internal::set_value(e, 0.0);
     e.exact_is_exact = limit;
   } else if ((op == Op::kTanh && std::fabs(x) >= kSaturation) || (op == Op::kSigmoid && x >= kSaturation)) {
-    set_value(e, std::copysign(1.0, x));
+    internal::set_value(e, std::copysign(1.0, x));
     e.exact_is_exact = limit;
   } else {
     round_correctly(op, x, e);

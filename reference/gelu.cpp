@@ -13,7 +13,6 @@
 namespace saddlescope::reference {
 namespace {
 
-constexpr mpfr_prec_t kExactBits = 128;  // the precision of `exact` for irrational values
 constexpr double kSaturation = 20;       // gelu.h: x >= 20 rounds to x
 constexpr double kFlushLog2 = -2000;     // log2 of a bound on |value| below which it is flushed to 0
 constexpr double kLn2 = 0.6931471805599453;
@@ -62,29 +61,6 @@ mpfr_exp_t approximate(Op op, double x, mpfr_t y) {
   return p - static_cast<mpfr_exp_t>(std::ceil(std::log2(factor))) - 1;
 }
 
-// Ziv's loop: exact (128 bits), f32 and f64 from a proven 129-bit rounding.
-void round_correctly(Op op, double x, Evaluation& e) {
-  mpfr_t y, exact;
-  for (mpfr_prec_t p = kExactBits + 32;; p *= 2) {
-    SADDLESCOPE_CHECK(p <= (mpfr_prec_t{1} << 20));  // Ziv's loop ends: the value is irrational here
-    mpfr_init2(y, p);
-    const mpfr_exp_t err = approximate(op, x, y);
-    if (mpfr_can_round(y, err, MPFR_RNDN, MPFR_RNDZ, kExactBits + 1)) break;
-    mpfr_clear(y);
-  }
-  mpfr_init2(exact, kExactBits);
-  mpfr_set(exact, y, MPFR_RNDN);
-  e.exact = internal::dyadic_of(exact);
-  e.f32 = mpfr_get_flt(y, MPFR_RNDN);
-  e.f64 = mpfr_get_d(y, MPFR_RNDN);
-  mpfr_clears(y, exact, static_cast<mpfr_ptr>(nullptr));
-}
-
-void set_value(Evaluation& e, double v) {
-  e.exact = to_dyadic(v);
-  e.f32 = round_to_float(e.exact);
-  e.f64 = v;
-}
 
 // log2 of a bound on |value| for x < 0 (gelu.h): erfc(z) <= e^{−z²}, sigmoid(2w) <= e^{2w}.
 double log2_bound(Op op, double x) {
@@ -107,19 +83,19 @@ Result<Evaluation> gelu_impl(Op op, T input) {
       internal::set_nonfinite(e, std::isnan(x) ? Kind::kNaN : Kind::kPlusInf);
       return e;
     }
-    set_value(e, 0.0);  // the limit at −inf
+    internal::set_value(e, 0.0);  // the limit at −inf
     return e;
   }
   if (x == 0) {
-    set_value(e, 0.0);
+    internal::set_value(e, 0.0);
   } else if (x >= kSaturation) {
-    set_value(e, x);
+    internal::set_value(e, x);
     e.exact_is_exact = false;
   } else if (x < 0 && !(log2_bound(op, x) >= kFlushLog2)) {
-    set_value(e, 0.0);
+    internal::set_value(e, 0.0);
     e.exact_is_exact = false;
   } else {
-    round_correctly(op, x, e);
+    internal::round_by_ziv(e, [&](mpfr_t y) { return approximate(op, x, y); });
     e.exact_is_exact = false;
   }
   // The allowance (gelu.h), in binary64.

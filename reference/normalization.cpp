@@ -17,7 +17,7 @@ namespace saddlescope::reference {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr mpfr_prec_t kExactBits = 128;    // the precision of `exact` for irrational values
+using internal::kExactBits;
 constexpr mpfr_prec_t kDiffBits = 2200;    // x_j − m exactly, for any two binary64 values
 constexpr double kDropBelow = -1386;       // e^d < 2^-1999: left out of the working sum (normalization.h)
 constexpr int kDroppedBits = 1934;         // n·2^-1999 <= 2^-1935 relative for n < 2^64, less one bit
@@ -42,13 +42,7 @@ void set_from(Evaluation& e, const mpfr_t y) {
     e.exact_is_exact = mpfr_zero_p(y);
     return;
   }
-  mpfr_t r;
-  mpfr_init2(r, kExactBits);
-  mpfr_set(r, y, MPFR_RNDN);
-  e.exact = internal::dyadic_of(r);
-  mpfr_clear(r);
-  e.f32 = mpfr_get_flt(y, MPFR_RNDN);
-  e.f64 = mpfr_get_d(y, MPFR_RNDN);
+  internal::set_from_mpfr(e, y);
 }
 
 // A rational value q: rounded to odd at 256 bits (truncate, then set the last bit when inexact), from
@@ -251,8 +245,7 @@ Result<Evaluation> softmax_impl(Op op, const T* x, int64_t n, int64_t i) {
 void rational_of(const Dyadic& x, mpq_t q) {
   mpz_t z;
   mpz_init(z);
-  mpz_import(z, x.magnitude.size(), -1, sizeof(uint32_t), 0, 0, x.magnitude.data());
-  if (x.negative) mpz_neg(z, z);
+  internal::set_z(z, x);
   mpq_set_z(q, z);
   mpz_clear(z);
   if (x.exponent > 0) mpq_mul_2exp(q, q, static_cast<mp_bitcnt_t>(x.exponent));

@@ -28,4 +28,11 @@ void set_nonfinite(Evaluation& e, Kind kind);
 // Sets f32 and f64 from exact / divisor, each with one rounding.
 void set_rounded(Evaluation& e);
 
+// Sets a value that needs no rounding search: exact = v and its roundings.
+inline void set_value(Evaluation& e, double v) {
+  e.exact = to_dyadic(v);
+  e.f32 = round_to_float(e.exact);
+  e.f64 = v;
+}
+
 }  // namespace saddlescope::reference::internal

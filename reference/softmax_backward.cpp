@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kName = "softmax_backward";
 constexpr const char* kLogName = "log_softmax_backward";
-constexpr mpfr_prec_t kExactBits = 128;  // the precision of `exact` for irrational values
+using internal::kExactBits;
 
 Status check_rows(const char* what, const void* g, const void* y, int64_t n, int64_t i) {
   if (n < 1) return Status::Error(fmt::format("{}: needs at least one element, got n = {}", what, n));
@@ -33,21 +33,14 @@ struct Scaled {
   int exponent = 0;
   Scaled() { mpz_init(z); }
   explicit Scaled(const Dyadic& x) : Scaled() {
-    mpz_import(z, x.magnitude.size(), -1, sizeof(uint32_t), 0, 0, x.magnitude.data());
-    if (x.negative) mpz_neg(z, z);
+    internal::set_z(z, x);
     exponent = x.exponent;
   }
   Scaled(const Scaled&) = delete;
   Scaled& operator=(const Scaled&) = delete;
   ~Scaled() { mpz_clear(z); }
 
-  Dyadic dyadic() const {
-    std::vector<uint32_t> digits((mpz_sizeinbase(z, 2) + 31) / 32 + 1, 0);
-    size_t count = 0;
-    mpz_export(digits.data(), &count, -1, sizeof(uint32_t), 0, 0, z);
-    digits.resize(count);
-    return make_dyadic(mpz_sgn(z) < 0, std::move(digits), exponent);
-  }
+  Dyadic dyadic() const { return internal::dyadic_of(z, exponent); }
 };
 
 // out = a − b, exactly (the smaller exponent kept).
@@ -110,14 +103,9 @@ void round_log_backward(Evaluation& e, double gi, double l, const Scaled& total)
     }
     mpfr_clears(y, t, static_cast<mpfr_ptr>(nullptr));
   }
-  mpfr_t r;
-  mpfr_init2(r, kExactBits);
-  mpfr_set(r, y, MPFR_RNDN);
-  e.exact = internal::dyadic_of(r);
-  e.f32 = mpfr_get_flt(y, MPFR_RNDN);
-  e.f64 = mpfr_get_d(y, MPFR_RNDN);
+  internal::set_from_mpfr(e, y);
   e.exact_is_exact = false;
-  mpfr_clears(y, t, r, big_g, static_cast<mpfr_ptr>(nullptr));
+  mpfr_clears(y, t, big_g, static_cast<mpfr_ptr>(nullptr));
 }
 
 template <class T>
