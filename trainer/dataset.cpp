@@ -22,18 +22,19 @@
 namespace saddlescope::trainer {
 namespace {
 
+// (n, d) bytes as float32 values: pixels scaled by 1/255 into [0, 1], labels (`pixels` false) as they are.
+torch::Tensor bytes_to_float(const uint8_t* bytes, int64_t n, int64_t d, bool pixels = true) {
+  torch::Tensor t = torch::from_blob(const_cast<uint8_t*>(bytes), {n, d}, torch::kUInt8).to(torch::kFloat32);
+  return pixels ? t.div_(255.0f) : t;
+}
+
 torch::Tensor images_to_float(const IdxArray& a) {
-  int64_t n = a.dims[0];
-  int64_t d = static_cast<int64_t>(a.data.size()) / n;
-  auto bytes = torch::from_blob(const_cast<uint8_t*>(a.data.data()), {n, d}, torch::kUInt8);
-  return bytes.to(torch::kFloat32).div_(255.0f);
+  const int64_t n = a.dims[0];
+  return bytes_to_float(a.data.data(), n, static_cast<int64_t>(a.data.size()) / n);
 }
 
 // (N, 1) class labels as float32 values (exact below 2^24).
-torch::Tensor labels_to_float(const IdxArray& a) {
-  auto bytes = torch::from_blob(const_cast<uint8_t*>(a.data.data()), {a.dims[0], 1}, torch::kUInt8);
-  return bytes.to(torch::kFloat32);
-}
+torch::Tensor labels_to_float(const IdxArray& a) { return bytes_to_float(a.data.data(), a.dims[0], 1, false); }
 
 Result<Dataset> load_mnist(const RunConfig& cfg) {
   std::map<std::string, std::string> digests;
@@ -71,10 +72,9 @@ Result<Dataset> load_cifar10(const RunConfig& cfg, const DataSpec& spec) {
   auto test = read_cifar10(cfg.data_dir, "test", kCifar10Test, &digests);
   if (!test) return test.status();
   const bool labels = cfg.loss != "mse";
-  auto rows = [&](Cifar10Split& s) {
-    torch::Tensor x = torch::from_blob(s.pixels.data(), {s.n, 3072}, torch::kUInt8).to(torch::kFloat32).div_(255.0f);
-    if (!labels) return x;
-    return torch::cat({x, torch::from_blob(s.labels.data(), {s.n, 1}, torch::kUInt8).to(torch::kFloat32)}, 1);
+  auto rows = [&](const Cifar10Split& s) {
+    torch::Tensor x = bytes_to_float(s.pixels.data(), s.n, 3072);
+    return labels ? torch::cat({x, bytes_to_float(s.labels.data(), s.n, 1, false)}, 1) : x;
   };
   Dataset data{rows(*train), nullptr, rows(*test), "test",
                fmt::format("cifar10 ({} training and {} test images of {} in {}/cifar10)", n, kCifar10Test,
@@ -115,8 +115,7 @@ torch::Tensor npy_to_float(const store::NpyArray& a, int64_t n, int64_t d, bool 
   auto* bytes = const_cast<uint8_t*>(a.bytes.data());
   switch (a.dtype) {
     case store::Dtype::kUInt8:
-      if (labels) return torch::from_blob(bytes, {n, d}, torch::kUInt8).to(torch::kFloat32);
-      return torch::from_blob(bytes, {n, d}, torch::kUInt8).to(torch::kFloat32).div_(255.0f);
+      return bytes_to_float(bytes, n, d, !labels);
     case store::Dtype::kFloat32:
       return torch::from_blob(bytes, {n, d}, torch::kFloat32).clone();
     case store::Dtype::kFloat64:
