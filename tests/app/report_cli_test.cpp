@@ -19,6 +19,7 @@
 
 #include "command.h"
 #include "saddlescope/base/process.h"
+#include "study_cache.h"
 #include "temp_dir.h"
 
 namespace saddlescope::testing {
@@ -50,24 +51,34 @@ std::string autoencoder_run(const std::string& out, int seed) {
 }
 
 // A study of three configs (two of the linear network, three seeds each; one of the autoencoder, two
-// seeds), one more run of which fails (a write fails as on a full disk), analysed: made once for the
-// suite.
+// seeds), one more run of which fails (a write fails as on a full disk), analysed: made once per build of
+// the binary (testing/study_cache.h), each test on its own copy.
+bool make_study(const std::string& study) {
+  bool ok = true;
+  auto expect = [&](const Output& o, int code) {
+    EXPECT_EQ(o.code, code) << o.text;
+    ok = ok && o.code == code;
+  };
+  for (int seed : {1, 2, 3}) {
+    expect(run(linear_run(study, seed, "")), 0);
+    expect(run(linear_run(study, seed, "--perturbation gaussian:1e-4:absolute")), 0);
+  }
+  for (int seed : {1, 2}) expect(run(autoencoder_run(study, seed)), 0);
+  setenv("SADDLESCOPE_FAIL_WRITE", "metrics.csv:2", 1);
+  expect(run(linear_run(study, 4, "")), 1);
+  unsetenv("SADDLESCOPE_FAIL_WRITE");
+  expect(run("analyze " + study + " --no-replay --quiet"), 0);
+  return ok;
+}
+
 class ReportCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     study_ = dir_->file("study");
-    for (int seed : {1, 2, 3}) {
-      ASSERT_EQ(run(linear_run(study_, seed, "")).code, 0);
-      ASSERT_EQ(run(linear_run(study_, seed, "--perturbation gaussian:1e-4:absolute")).code, 0);
-    }
-    for (int seed : {1, 2}) ASSERT_EQ(run(autoencoder_run(study_, seed)).code, 0);
-    setenv("SADDLESCOPE_FAIL_WRITE", "metrics.csv:2", 1);
-    Output failed = run(linear_run(study_, 4, ""));
-    unsetenv("SADDLESCOPE_FAIL_WRITE");
-    ASSERT_EQ(failed.code, 1) << failed.text;
-    Output a = run("analyze " + study_ + " --no-replay --quiet");
-    ASSERT_EQ(a.code, 0) << a.text;
+    const std::string made = cached_study("report-cli-v1", make_study);
+    ASSERT_FALSE(made.empty()) << "the suite's study could not be made";
+    ASSERT_TRUE(copy_tree(made, study_));
   }
   static void TearDownTestSuite() { delete dir_; }
 
