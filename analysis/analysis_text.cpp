@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
 #include <string>
 
+#include "saddlescope/analysis/analysis_result.h"
 #include "saddlescope/analysis/study_analysis.h"
 #include "saddlescope/store/csv.h"
 #include "saddlescope/store/json_input.h"
@@ -64,47 +67,45 @@ std::vector<json> items(const json& v) {
   return out;
 }
 
-std::string p_text(const json& p) {
-  if (!p.is_number()) return "n/a";
-  const double x = p.get<double>();
-  return x < 1e-4 ? fmt::format("{:.1e}", x) : fmt::format("{:.4f}", x);
+std::string p_text(double p) {
+  if (std::isnan(p)) return "n/a";
+  return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p);
 }
 
-std::string g(const json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : "n/a"; }
+std::string g(double v) { return std::isnan(v) ? "n/a" : fmt::format("{:.4g}", v); }
+std::string g(const std::optional<double>& v) { return v ? g(*v) : "n/a"; }
 
-std::string percent(const json& v) { return v.is_number() ? fmt::format("{:+.3g}%", 100 * v.get<double>()) : "n/a"; }
+std::string percent(double v) { return std::isnan(v) ? "n/a" : fmt::format("{:+.3g}%", 100 * v); }
 
 // What the test the verdict applies could have seen after Holm's correction.
-std::string power_text(const json& d, bool paired) {
-  if (!d.is_object()) return "";
-  const std::string family = fmt::format("after Holm (α/m = {} over {} tests)", g(d["alpha"]), d["tests_in_family"].get<int64_t>());
-  if (!d["can_be_significant"].get<bool>())
+std::string power_text(const std::optional<Detectable>& d, bool paired) {
+  if (!d) return "";
+  const std::string family = fmt::format("after Holm (α/m = {} over {} tests)", g(d->alpha), d->tests_in_family);
+  if (!d->can_be_significant)
     return fmt::format("  power:       {} no effect of any size can be significant: the smallest p {} gives is {} (needs ≥ {} {})\n",
-                       family, paired ? "the signed-rank test" : "Mann–Whitney", g(d["min_p"]), d["n_needed"].get<int64_t>(),
+                       family, paired ? "the signed-rank test" : "Mann–Whitney", g(d->min_p), d->n_needed.value_or(-1),
                        paired ? "pairs" : "runs per group");
   return fmt::format("  power:       {} detects a shift of ≥ {} {} (≥ {} in loss) with probability {}\n", family,
-                     g(d["shift_sd"]), d["sd_unit"].get<std::string>(), g(d["shift"]), g(d["power"]));
+                     g(d->shift_sd), d->sd_unit, g(d->shift), g(d->power));
 }
 
 // The final-loss lines of the verdict: the design's test, the other design's as a check, and the power.
-std::string final_loss_text(const json& f) {
-  if (!f["defined"].get<bool>())
-    return "  final loss:  no test (" + (f.contains("note") ? f["note"].get<std::string>() : std::string("no values")) + ")\n";
+std::string final_loss_text(const SampleTest& f) {
+  if (!f.defined) return "  final loss:  no test (" + f.note.value_or("no values") + ")\n";
   const std::string unpaired = fmt::format("median difference {} [{}, {}], Cliff's delta {} ({}), Mann–Whitney p {}",
-                                           g(f["median_difference"]), g(f["ci_low"]), g(f["ci_high"]),
-                                           g(f["cliffs_delta"]), f["magnitude"].get<std::string>(), p_text(f["mwu_p"]));
-  if (!f.contains("paired"))
-    return fmt::format("  final loss:  independent, n {} vs {}: {} (Holm {})\n", f["n_a"].get<int64_t>(),
-                       f["n_b"].get<int64_t>(), unpaired, p_text(f["p_holm"])) +
-           power_text(f["detectable"], false);
-  const json& p = f["paired"];
+                                           g(f.median_difference), g(f.ci_low), g(f.ci_high), g(f.cliffs_delta),
+                                           f.magnitude.value_or("n/a"), p_text(f.mwu_p.value_or(std::nan(""))));
+  if (!f.paired)
+    return fmt::format("  final loss:  independent, n {} vs {}: {} (Holm {})\n", f.n_a, f.n_b, unpaired,
+                       p_text(f.p_holm)) +
+           power_text(f.detectable, false);
+  const PairedTest& p = *f.paired;
   return fmt::format("  final loss:  paired, {} seeds: mean difference {} [{}, {}] (relative {} [{}, {}]), median difference {} "
                      "[{}, {}], Wilcoxon signed-rank p {} (Holm {})\n",
-                     p["n_pairs"].get<int64_t>(), g(p["mean_difference"]), g(p["t_ci_low"]), g(p["t_ci_high"]),
-                     percent(p["relative_mean_difference"]), percent(p["relative_t_ci_low"]),
-                     percent(p["relative_t_ci_high"]), g(p["median_difference"]), g(p["ci_low"]), g(p["ci_high"]),
-                     p_text(p["p"]), p_text(f["p_holm"])) +
-         "  unpaired:    " + unpaired + " (a check, not in the Holm family)\n" + power_text(f["detectable"], true);
+                     p.n_pairs, g(p.mean_difference), g(p.t_ci_low), g(p.t_ci_high), percent(p.relative_mean_difference),
+                     percent(p.relative_t_ci_low), percent(p.relative_t_ci_high), g(p.median_difference), g(p.ci_low),
+                     g(p.ci_high), p_text(p.p), p_text(f.p_holm)) +
+         "  unpaired:    " + unpaired + " (a check, not in the Holm family)\n" + power_text(f.detectable, true);
 }
 
 }  // namespace
@@ -174,58 +175,51 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const json& a) 
   };
 }
 
-std::string analysis_verdict(const json& a) {
-  std::string out = fmt::format("{} runs analysed in {} groups", a["n_runs"].get<int64_t>() - a["n_skipped"].get<int64_t>(),
-                                a["groups"].size());
-  if (a["n_skipped"].get<int64_t>() > 0) out += fmt::format(" ({} skipped: see analysis.json runs[].skipped)", a["n_skipped"].get<int64_t>());
+std::string analysis_verdict(const AnalysisResult& a) {
+  std::string out = fmt::format("{} runs analysed in {} groups", a.n_runs - a.n_skipped, a.groups.size());
+  if (a.n_skipped > 0) out += fmt::format(" ({} skipped: see analysis.json runs[].skipped)", a.n_skipped);
   out += "\n";
-  std::map<std::string, const json*> attribution;
-  for (const auto& x : a["attribution"]) attribution[x["a"].get<std::string>() + "\n" + x["b"].get<std::string>()] = &x;
-  for (const auto& c : a["comparisons"]) {
-    const std::string pair = c["a"].get<std::string>() + " vs " + c["b"].get<std::string>();
-    out += pair + "\n";
-    const json& lr = c["logrank"];
-    if (lr["defined"].get<bool>())
-      out += fmt::format("  escape:      log-rank chi2 {} p {} (Holm {}), episodes {} vs {}\n", g(lr["chi2"]),
-                         p_text(lr["p"]), p_text(lr["p_holm"]), c["escape"]["n_a"].get<int64_t>(),
-                         c["escape"]["n_b"].get<int64_t>());
+  std::map<std::pair<std::string, std::string>, const AttributionResult*> attribution;
+  for (const auto& x : a.attribution) attribution[{x.a, x.b}] = &x;
+  for (const Comparison& c : a.comparisons) {
+    out += c.a + " vs " + c.b + "\n";
+    if (c.logrank.defined)
+      out += fmt::format("  escape:      log-rank chi2 {} p {} (Holm {}), episodes {} vs {}\n", g(c.logrank.chi2),
+                         p_text(c.logrank.p), p_text(c.logrank.p_holm), c.escape.n_a, c.escape.n_b);
     else
       out += fmt::format("  escape:      log-rank undefined (episodes {} vs {}: no escape time with variance to test)\n",
-                         c["escape"]["n_a"].get<int64_t>(), c["escape"]["n_b"].get<int64_t>());
-    out += final_loss_text(c["final_loss"]);
-    auto it = attribution.find(c["a"].get<std::string>() + "\n" + c["b"].get<std::string>());
+                         c.escape.n_a, c.escape.n_b);
+    out += final_loss_text(c.final_loss);
+    auto it = attribution.find({c.a, c.b});
     if (it != attribution.end()) {
-      const json& x = *it->second;
-      std::string where = x["op"].is_string() ? fmt::format(" at {} {}", x["op"].get<std::string>(), x["phase"].get<std::string>()) : "";
-      if (x["config"].is_string()) where += " (" + x["config"].get<std::string>() + ")";
-      std::string step = x["step"].is_number() ? fmt::format(", step {}", x["step"].get<int64_t>()) : "";
-      const std::string verdict = x["verdict"] == "rounding" ? "within rounding bound" : x["verdict"].get<std::string>();
-      out += fmt::format("  difference:  {}{} — {}, seed {}{}\n", verdict, where, x["evidence"].get<std::string>(),
-                         x["seed"].get<int64_t>(), step);
-      const json& d = x.contains("detection") ? x["detection"] : json();
-      if (d.is_object() && d["fewest_compared"].is_number())
+      const AttributionResult& x = *it->second;
+      std::string where = x.op ? fmt::format(" at {} {}", *x.op, x.phase.value_or("")) : "";
+      if (x.config) where += " (" + *x.config + ")";
+      const std::string step = x.step ? fmt::format(", step {}", *x.step) : "";
+      const std::string verdict = x.verdict == "rounding" ? "within rounding bound" : x.verdict;
+      out += fmt::format("  difference:  {}{} — {}, seed {}{}\n", verdict, where, x.evidence, x.seed, step);
+      if (x.detection && x.detection->fewest_compared) {
+        const Detection& d = *x.detection;
         out += fmt::format("  sampled:     {} elements of the least-sampled op: an anomaly in {}% of an op's elements shows "
                            "with probability {} ({}% needs {})\n",
-                           d["fewest_compared"].get<int64_t>(), g(json(100 * d["fraction"].get<double>())),
-                           g(d["probability"]), g(json(100 * d["needed_for"].get<double>())), d["needed"].get<int64_t>());
+                           *d.fewest_compared, g(100 * d.fraction), g(d.probability), g(100 * d.needed_for), d.needed);
+      }
     }
   }
-  const json& t = a["theory"];
-  if (t["n"].get<int64_t>() > 0)
+  const Theory& t = a.theory;
+  if (t.n > 0)
     out += fmt::format("theory: observed ≈ {} + {} × predicted escape steps, R² {}, n {}; slope − 1 = {} standard errors\n",
-                       g(t["intercept"]), g(t["slope"]), g(t["r2"]), t["n"].get<int64_t>(),
-                       g(store::field(t, "slope_minus_one_se")));
-  if (t.contains("by_noise"))
-    for (const auto& l : t["by_noise"])
-      if (l.contains("slope"))
-        out += fmt::format("theory, within perturbation {}: slope {} (± {}), R² {}, n {}\n", l["perturbation"].get<std::string>(),
-                           g(l["slope"]), g(l["slope_std_error"]), g(l["r2"]), l["n"].get<int64_t>());
-  for (const auto& [optimizer, d] : store::field(t, "departures").items())  // absent in files before it
+                       g(t.intercept), g(t.slope), g(t.r2), t.n, g(t.slope_minus_one_se));
+  for (const NoiseLevelFit& l : t.by_noise.value_or(std::vector<NoiseLevelFit>{}))
+    if (l.slope)
+      out += fmt::format("theory, within perturbation {}: slope {} (± {}), R² {}, n {}\n", l.perturbation, g(l.slope),
+                         g(l.slope_std_error), g(l.r2), l.n);
+  for (const auto& [optimizer, d] : t.departures.value_or(std::map<std::string, Departure>{}))
     out += fmt::format("theory, {} (not fitted): observed / predicted median {} [{}, {}], n {}\n", optimizer,
-                       g(d["median_observed_over_predicted"]), g(d["min"]), g(d["max"]), d["n"].get<int64_t>());
-  for (const auto& n : items(store::field(store::field(a, "noise_budget"), "groups")))  // absent before it
-    out += fmt::format("noise budget, {}: rounding {} — {}\n", n["group"].get<std::string>(),
-                       n["verdict"].get<std::string>(), n["evidence"].get<std::string>());
+                       g(d.median_observed_over_predicted), g(d.min), g(d.max), d.n);
+  if (a.noise_budget)
+    for (const NoiseBudgetGroup& n : a.noise_budget->groups)
+      out += fmt::format("noise budget, {}: rounding {} — {}\n", n.group, n.verdict, n.evidence);
   return out;
 }
 

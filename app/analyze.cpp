@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "saddlescope/analysis/analysis_result.h"
 #include "saddlescope/analysis/study_analysis.h"
 #include "saddlescope/base/process.h"
 #include "saddlescope/base/progress.h"
@@ -76,12 +77,18 @@ Result<store::CurvatureRow> curvature_at(const std::string& self, const std::str
   return r;
 }
 
-// Writes analysis.json and its tables into `dir` (an AtomicDir's path) and commits it.
-Status write_analysis(store::AtomicDir& dir, const nlohmann::json& a) {
+// Writes analysis.json and its tables into `dir` (an AtomicDir's path) and commits it; returns the
+// verdict to print, read through analysis.json's types (analysis_result.h). A value the types do not
+// hold would be the analysis's bug: an error naming the key, and nothing committed.
+Result<std::string> write_analysis(store::AtomicDir& dir, const nlohmann::json& a) {
+  auto typed = analysis::decode_analysis(a);
+  if (!typed) return Status::Error("analysis.json: " + typed.status().message());
   Status st = store::write_file_atomic(dir.path() + "/analysis.json", analysis::analysis_json(a));
   for (const auto& [name, text] : analysis::analysis_tables(a))
     if (st.ok()) st = store::write_file_atomic(dir.path() + "/" + name, text);
-  return st.ok() ? dir.commit() : st;
+  if (st.ok()) st = dir.commit();
+  if (!st.ok()) return st;
+  return analysis::analysis_verdict(*typed);
 }
 
 // `analyze --reanalyze FILE --out DIR`: the group statistics of an earlier analysis.json again.
@@ -97,8 +104,9 @@ int reanalyze(const std::string& file, const std::string& out, const std::string
   if (!a) return fail(file + ": " + a.status().message());
   auto dir = store::AtomicDir::begin(out);
   if (!dir) return fail(dir.status().message());
-  if (Status st = write_analysis(*dir, *a); !st.ok()) return fail(st.message());
-  fmt::print("{}analysis: {}/analysis.json (reanalysis of {})\n", analysis::analysis_verdict(*a), out, file);
+  auto verdict = write_analysis(*dir, *a);
+  if (!verdict) return fail(verdict.status().message());
+  fmt::print("{}analysis: {}/analysis.json (reanalysis of {})\n", *verdict, out, file);
   return 0;
 }
 
@@ -197,8 +205,9 @@ Command add_analyze(CLI::App& app) {
     };
     auto a = analysis::analyze_study(args->study, o, replay, progress, curvature);
     if (!a) return fail(a.status().message());
-    if (Status st = write_analysis(*dir, *a); !st.ok()) return fail(st.message());
-    fmt::print("{}analysis: {}/analysis/analysis.json\n", analysis::analysis_verdict(*a), args->study);
+    auto verdict = write_analysis(*dir, *a);
+    if (!verdict) return fail(verdict.status().message());
+    fmt::print("{}analysis: {}/analysis/analysis.json\n", *verdict, args->study);
     return 0;
   };
   return {sub, run};

@@ -4,6 +4,8 @@
 // divergence, attribution through a replayer (and its fallbacks), the theory fit, and bad options.
 #include "saddlescope/analysis/study_analysis.h"
 
+#include "saddlescope/analysis/analysis_result.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +92,13 @@ const json* find_by(const json& array, const std::string& key, const std::string
   for (const auto& x : array)
     if (x[key] == value) return &x;
   return nullptr;
+}
+
+// `analyze`'s verdict of an analysis, read through its declared types as the command reads it.
+std::string verdict(const json& a) {
+  auto typed = decode_analysis(a);
+  EXPECT_TRUE(typed.ok()) << typed.status().message();
+  return typed.ok() ? analysis_verdict(*typed) : "";
 }
 
 AnalysisOptions fast() {
@@ -185,9 +194,9 @@ TEST(StudyAnalysis, PlantedGroupsEscapeDifferentlyAndTheStatisticsSaySo) {
   EXPECT_EQ(tables.size(), 9u);
   EXPECT_EQ(tables[1].first, "episodes.csv");
   EXPECT_EQ(std::count(tables[1].second.begin(), tables[1].second.end(), '\n'), 1 + 16);
-  const std::string verdict = analysis_verdict(*a);
-  EXPECT_NE(verdict.find("fast vs slow"), std::string::npos) << verdict;
-  EXPECT_NE(verdict.find("undetermined"), std::string::npos) << verdict;
+  const std::string text = verdict(*a);
+  EXPECT_NE(text.find("fast vs slow"), std::string::npos) << text;
+  EXPECT_NE(text.find("undetermined"), std::string::npos) << text;
 }
 
 TEST(StudyAnalysis, IdenticalGroupsAreIdenticalBitwise) {
@@ -304,8 +313,8 @@ TEST(StudyAnalysis, APairedEffectIsDetectedThatTheUnpairedTestMisses) {
   EXPECT_TRUE(d["can_be_significant"].get<bool>());
   EXPECT_GT(d["shift_sd"].get<double>(), 1.0);
   EXPECT_LT(d["shift_sd"].get<double>(), 1.45);
-  const std::string verdict = analysis_verdict(*a);
-  EXPECT_NE(verdict.find("paired, 8 seeds"), std::string::npos) << verdict;
+  const std::string text = verdict(*a);
+  EXPECT_NE(text.find("paired, 8 seeds"), std::string::npos) << text;
 
   o.pairing = AnalysisOptions::Pairing::kOff;
   a = analyze_study(dir.path(), o);
@@ -555,7 +564,7 @@ TEST(StudyAnalysis, TheTheoryFitReportsItsSlopeAgainstOneResidualsAndEachNoiseLe
   EXPECT_EQ(t["by_noise"][0]["perturbation"], "gaussian:1e-3:absolute");
   EXPECT_EQ(t["by_noise"][0]["n"], 2);
   EXPECT_EQ(t["by_noise"][0]["note"], "fewer than 3 points");
-  EXPECT_NE(analysis_verdict(*a).find("standard errors"), std::string::npos);
+  EXPECT_NE(verdict(*a).find("standard errors"), std::string::npos);
   // The injected noise's displacement per step, η·σ for absolute noise, read through the config grammar.
   for (const auto& run : (*a)["runs"]) {
     ASSERT_FALSE(run["episodes"].empty()) << run.dump();

@@ -18,6 +18,8 @@
 
 namespace saddlescope::analysis {
 
+struct AnalysisResult;  // analysis_result.h
+
 struct AnalysisOptions {
   EpisodeOptions episodes;
   // Config keys whose values name a run's group ("device=cpu,threads=1"); empty: the study config the
@@ -93,6 +95,6 @@ std::vector<std::pair<std::string, std::string>> analysis_tables(const nlohmann:
 
 // The short verdict `saddlescope analyze` prints: per pair of groups, whether escape and final loss
 // differ (effect size, CI, Holm-adjusted p) and whether the differences are rounding or code.
-std::string analysis_verdict(const nlohmann::json& analysis);
+std::string analysis_verdict(const AnalysisResult& analysis);
 
 }  // namespace saddlescope::analysis

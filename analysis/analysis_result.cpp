@@ -1,0 +1,19 @@
+#include "saddlescope/analysis/analysis_result.h"
+
+#include <fmt/format.h>
+
+namespace saddlescope::analysis {
+
+Result<AnalysisResult> decode_analysis(const nlohmann::json& j) {
+  const auto version = j.is_object() ? j.find("schema_version") : j.end();
+  if (version == j.end() || !version->is_number_integer())
+    return Status::Error("schema_version: expected an integer (analysis.json is an object with one)");
+  if (version->get<int64_t>() != kAnalysisSchemaVersion)
+    return Status::Error(fmt::format("schema_version: {} is not one this build reads ({})", version->dump(),
+                                     kAnalysisSchemaVersion));
+  return store::decode<AnalysisResult>(j);
+}
+
+nlohmann::json encode_analysis(const AnalysisResult& a) { return store::encode(a); }
+
+}  // namespace saddlescope::analysis
