@@ -50,30 +50,23 @@ class ProcessReplayer {
   std::map<std::tuple<std::string, std::string, int64_t, int64_t>, Status> done_;  // each replay's outcome
 };
 
-// A curvature evaluation through `saddlescope curvature --run` (LibTorch, the run's device), as a row.
-Result<store::CurvatureRow> curvature_at(const std::string& self, const std::string& run, int64_t step,
-                                         const std::string& spec) {
-  auto out = run_process_output({self, "curvature", "--run", run, "--at-step", std::to_string(step), "--spec",
-                                 spec.empty() ? "curvature" : spec});
-  if (!out) return out.status();
-  const auto j = nlohmann::json::parse(*out, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Error("saddlescope curvature printed no JSON object");
-  auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN; };
-  store::CurvatureRow r;
+// A curvature evaluation through `saddlescope curvature --run` (LibTorch, the run's device), as the
+// curvature.csv row it writes (--row-out) into <dir>/refine/, kept as the refine pass's evidence and read
+// through the table's declaration (store/schema.h).
+Result<store::CurvatureRow> curvature_at(const std::string& self, const std::string& dir, const std::string& run,
+                                         int64_t step, const std::string& spec) {
+  const std::string out =
+      fmt::format("{}/refine/{}-step{}", dir, run.substr(run.find_last_of('/') + 1), step);
+  if (!store::file_exists(out + "/" + store::kCurvature.file)) {
+    auto printed = run_process_output({self, "curvature", "--run", run, "--at-step", std::to_string(step), "--spec",
+                                       spec.empty() ? "curvature" : spec, "--row-out", out});
+    if (!printed) return printed.status();
+  }
+  auto rows = store::read_table(out, store::kCurvature);
+  if (!rows) return rows.status();
+  if (rows->size() != 1) return Status::Error(out + "/" + store::kCurvature.file + ": expected one row");
+  store::CurvatureRow r = rows->front();
   r.step = step;
-  r.probe_loss = number("probe_loss");
-  r.probe_grad_norm = number("probe_grad_norm");
-  r.lambda_min = number("lambda_min");
-  r.lambda_min_residual = number("lambda_min_residual");
-  r.lambda_max = number("lambda_max");
-  r.lambda_max_residual = number("lambda_max_residual");
-  r.tolerance = number("tolerance");
-  r.converged = j.value("converged", false);
-  r.iterations = j.value("iterations", int64_t{0});
-  r.g_dot_vmin = number("g_dot_vmin");
-  r.hvp_count = j.value("hvp_count", int64_t{0});
-  r.trace = r.trace_se = r.hessian_lipschitz = NAN;
-  r.negative_mass = r.negative_mass_lower = r.negative_mass_upper = NAN;
   return r;
 }
 
@@ -200,8 +193,9 @@ Command add_analyze(CLI::App& app) {
                                                                              // every 10 s of a long read
     };
     const std::string self = self_path();
-    analysis::CurvatureAt curvature = [&self](const std::string& run, int64_t step, const std::string& spec) {
-      return curvature_at(self, run, step, spec);
+    const std::string staging = dir->path();
+    analysis::CurvatureAt curvature = [&self, &staging](const std::string& run, int64_t step, const std::string& spec) {
+      return curvature_at(self, staging, run, step, spec);
     };
     auto a = analysis::analyze_study(args->study, o, replay, progress, curvature);
     if (!a) return fail(a.status().message());

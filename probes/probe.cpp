@@ -95,6 +95,34 @@ Result<Measurement> measure(const ProbeSpec& spec, const ModelView& model, int64
   return m;
 }
 
+// A measurement as curvature.csv's row: the probe's rows and the `saddlescope curvature` command's one.
+store::CurvatureRow curvature_row(const Measurement& m, int64_t step, double lipschitz, bool float64, double seconds) {
+  const EigenPair &lo = m.eig.smallest.front(), &hi = m.eig.largest.front();
+  store::CurvatureRow r;
+  r.step = step;
+  r.probe_loss = m.loss;
+  r.probe_grad_norm = m.grad_norm;
+  r.lambda_min = lo.lambda;
+  r.lambda_min_residual = lo.residual;
+  r.lambda_max = hi.lambda;
+  r.lambda_max_residual = hi.residual;
+  r.tolerance = m.eig.tolerance;
+  r.converged = m.eig.converged;
+  r.iterations = m.eig.iterations;
+  r.restarts = m.eig.restarts;
+  r.trace = m.trace ? m.trace->trace : kNaN;
+  r.trace_se = m.trace ? m.trace->standard_error : kNaN;
+  r.negative_mass = m.density ? m.density->negative_mass : kNaN;
+  r.negative_mass_lower = m.density ? m.density->negative_mass_lower : kNaN;
+  r.negative_mass_upper = m.density ? m.density->negative_mass_upper : kNaN;
+  r.g_dot_vmin = m.g_dot_vmin;
+  r.hessian_lipschitz = lipschitz;
+  r.hvp_count = m.hvp_count;
+  r.float64 = float64;
+  r.probe_s = seconds;
+  return r;
+}
+
 // Whether `s` is a measurement's numerical failure (measure's and lanczos.h's "non-finite" errors)
 // rather than a bug or a setting.
 bool numerical(const Status& s) { return s.message().find("non-finite") != std::string::npos; }
@@ -159,31 +187,7 @@ class CurvatureProbe : public Probe {
   }
 
   Status write(double lipschitz) {
-    const Measurement& m = pending_->m;
-    const EigenPair &lo = m.eig.smallest.front(), &hi = m.eig.largest.front();
-    store::CurvatureRow r;
-    r.step = pending_->step;
-    r.probe_loss = m.loss;
-    r.probe_grad_norm = m.grad_norm;
-    r.lambda_min = lo.lambda;
-    r.lambda_min_residual = lo.residual;
-    r.lambda_max = hi.lambda;
-    r.lambda_max_residual = hi.residual;
-    r.tolerance = m.eig.tolerance;
-    r.converged = m.eig.converged;
-    r.iterations = m.eig.iterations;
-    r.restarts = m.eig.restarts;
-    r.trace = m.trace ? m.trace->trace : kNaN;
-    r.trace_se = m.trace ? m.trace->standard_error : kNaN;
-    r.negative_mass = m.density ? m.density->negative_mass : kNaN;
-    r.negative_mass_lower = m.density ? m.density->negative_mass_lower : kNaN;
-    r.negative_mass_upper = m.density ? m.density->negative_mass_upper : kNaN;
-    r.g_dot_vmin = m.g_dot_vmin;
-    r.hessian_lipschitz = lipschitz;
-    r.hvp_count = m.hvp_count;
-    r.float64 = spec_.get_bool("float64");
-    r.probe_s = pending_->seconds;
-    csv_.append(r);
+    csv_.append(curvature_row(pending_->m, pending_->step, lipschitz, spec_.get_bool("float64"), pending_->seconds));
     pending_.reset();
     return csv_.flush();
   }
@@ -441,9 +445,11 @@ Status ProbeSet::finish() {
   return Status::Ok();
 }
 
-Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView& model) {
+Result<CurvatureEvaluation> evaluate_curvature(const ProbeSpec& spec, const ModelView& model) {
+  Clock::time_point t0 = Clock::now();
   auto m = measure(spec, model, 0);
   if (!m) return m.status();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   auto pairs = [](const std::vector<EigenPair>& v) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& p : v) a.push_back({{"lambda", p.lambda}, {"residual", p.residual}});
@@ -460,7 +466,7 @@ Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView
   if (m->density)
     j["negative_mass"] = {{"estimate", m->density->negative_mass}, {"lower", m->density->negative_mass_lower},
                           {"upper", m->density->negative_mass_upper}, {"standard_error", m->density->negative_mass_se}};
-  return j;
+  return CurvatureEvaluation{curvature_row(*m, 0, kNaN, spec.get_bool("float64"), seconds), std::move(j)};
 }
 
 }  // namespace saddlescope::probes

@@ -14,7 +14,7 @@
 
 namespace saddlescope::trainer {
 
-Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, const std::string& probe_spec) {
+Result<probes::CurvatureEvaluation> curvature_at(const RunConfig& config, int64_t at_step, const std::string& probe_spec) {
   auto spec = probes::parse_probe_spec(probe_spec, probe_defaults(config.model));
   if (!spec) return spec.status();
   if (spec->name != "curvature") return Status::Error("probe '" + probe_spec + "': expected a curvature probe");
@@ -46,11 +46,11 @@ Result<nlohmann::json> curvature_at(const RunConfig& config, int64_t at_step, co
   Batches batches(*data, static_cast<uint64_t>(cfg.data_seed), device, dtype_of(cfg));
   probes::ModelView view = model_view(*model, batches.probe_set(probe_examples_needed({*spec})));
   gpu::SideStream stream(device);  // as in training: the probe's HVP graphs are captured off the default stream
-  auto j = probes::evaluate_curvature(*spec, view);
-  if (!j) return j.status();
-  (*j)["parameters"] = cfg.init_from.empty() ? "initial (seed " + std::to_string(cfg.seed) + ")" : cfg.init_from;
-  (*j)["parameter_count"] = n_params;
-  return *j;
+  auto e = probes::evaluate_curvature(*spec, view);
+  if (!e) return e.status();
+  e->detail["parameters"] = cfg.init_from.empty() ? "initial (seed " + std::to_string(cfg.seed) + ")" : cfg.init_from;
+  e->detail["parameter_count"] = n_params;
+  return e;
 }
 
 }  // namespace saddlescope::trainer

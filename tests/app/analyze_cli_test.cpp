@@ -16,6 +16,7 @@ namespace saddlescope::testing {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 // The linear network near its saddle at the origin, curvature every 5 steps, snapshots every 50.
 std::string linear_run(const std::string& out, int seed, const std::string& extra, int steps = 200,
@@ -91,6 +92,12 @@ TEST(AnalyzeCli, RefineEvaluatesCurvatureAtSnapshotsInsideTheEpisodeWindows) {
   ASSERT_EQ(o.code, 0) << o.text;
   json fine = read_json(study + "/analysis/analysis.json")["runs"][0];
   EXPECT_EQ(fine["refined_steps"].size(), 4u) << fine.dump();
+  // Each evaluation's row is kept as evidence, in curvature.csv's own format.
+  const std::string run_id = fine["run_id"].get<std::string>();
+  for (const auto& step : fine["refined_steps"]) {
+    const std::string row = study + "/analysis/refine/" + run_id + "-step" + std::to_string(step.get<int>());
+    EXPECT_TRUE(fs::exists(row + "/curvature.csv")) << row;
+  }
   ASSERT_EQ(fine["episodes"].size(), 1u);
   const json& f = fine["episodes"][0];
   EXPECT_EQ(f["entry_step"], 0);

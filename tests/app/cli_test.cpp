@@ -518,6 +518,12 @@ TEST(Cli, FirstDivergentOpIsClassifiedAgainstTheExactReference) {
   const std::string json = dir.file("op.json");
   Output o = run("diverge " + only_run(dir.file("t1")) + " " + only_run(dir.file("t2")) + " --json " + json);
   ASSERT_EQ(o.code, 0) << o.text;
+  // Whether two threads part the bits depends on the BLAS's kernels: OpenBLAS's Haswell kernels split
+  // this GEMM's sums; its generic Prescott ones, which OpenBLAS 0.3.21 falls back to on a CPU model it
+  // does not know (seen on an AVX-512 Xeon VM), do not. Then there is nothing to classify here (the
+  // conv-net test below still is).
+  if (o.text.find("first divergent op: none: the runs' parameters and losses agree bitwise") != std::string::npos)
+    GTEST_SKIP() << "one and two threads give the same bits with this machine's BLAS kernels: no op to classify";
   EXPECT_NE(o.text.find("inputs equal, outputs differ"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("classified: rounding — op taps of "), std::string::npos) << o.text;
   std::ifstream in(json);

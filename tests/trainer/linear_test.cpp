@@ -152,19 +152,26 @@ TEST(LinearNetwork, CurvatureProbeAtTheOriginFindsPlusMinusSigma1) {
   RunConfig cfg = linear_config(dir);
   cfg.init = "zero";
   for (const char* spec : {"curvature", "curvature:float64=true"}) {
-    auto j = curvature_at(cfg, -1, spec);
-    ASSERT_TRUE(j.ok()) << j.status().message();
-    double lmin = (*j)["lambda_min"], lmax = (*j)["lambda_max"];
+    auto e = curvature_at(cfg, -1, spec);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    const nlohmann::json& j = e->detail;
+    double lmin = j["lambda_min"], lmax = j["lambda_max"];
+    // The row curvature.csv would hold has the same numbers.
+    EXPECT_EQ(e->row.lambda_min, lmin);
+    EXPECT_EQ(e->row.lambda_max, lmax);
+    EXPECT_EQ(e->row.hvp_count, j["hvp_count"].get<int64_t>());
+    EXPECT_EQ(e->row.float64, std::string(spec) == "curvature:float64=true");
     // The probe batch (256 rows) is the whole training set, so its Σ_yx is the teacher's: σ_1 = 4.
     double dmin = std::abs(lmin + 4) / 4, dmax = std::abs(lmax - 4) / 4;
     std::printf("[ max diff ] %s at the origin: lambda_min %.7f, lambda_max %.7f (exact -+4): rel %.3g %.3g;"
-                " %lld HVPs\n", spec, lmin, lmax, dmin, dmax, static_cast<long long>((*j)["hvp_count"]));
-    EXPECT_TRUE((*j)["converged"].get<bool>());
+                " %lld HVPs\n", spec, lmin, lmax, dmin, dmax, static_cast<long long>(j["hvp_count"]));
+    EXPECT_TRUE(j["converged"].get<bool>());
+    EXPECT_TRUE(e->row.converged);
     EXPECT_LE(dmin, 1e-3);
     EXPECT_LE(dmax, 1e-3);
-    EXPECT_EQ((*j)["probe_grad_norm"], 0.0);
-    EXPECT_EQ((*j)["g_dot_vmin"], 0.0);
-    EXPECT_EQ((*j)["parameter_count"], 2 * 16 + 8 * 2);
+    EXPECT_EQ(j["probe_grad_norm"], 0.0);
+    EXPECT_EQ(j["g_dot_vmin"], 0.0);
+    EXPECT_EQ(j["parameter_count"], 2 * 16 + 8 * 2);
   }
 }
 

@@ -362,10 +362,11 @@ TEST(CurvatureAt, EvaluatesOnceAndNamesMissingSnapshots) {
   std::string trained = run(cfg, {});
   RunConfig probe = cfg;
   probe.init_from = trained;
-  auto j = curvature_at(probe, 100, "curvature:k=1,batch=64");
-  ASSERT_TRUE(j.ok()) << j.status().message();
-  EXPECT_LE((*j)["lambda_min"].get<double>(), (*j)["lambda_max"].get<double>());
-  EXPECT_EQ((*j)["parameter_count"], 956);
+  auto e = curvature_at(probe, 100, "curvature:k=1,batch=64");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_LE(e->row.lambda_min, e->row.lambda_max);
+  EXPECT_EQ(e->detail["lambda_min"].get<double>(), e->row.lambda_min);
+  EXPECT_EQ(e->detail["parameter_count"], 956);
   auto missing = curvature_at(probe, 7, "curvature");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("no snapshot at step 7"), std::string::npos);

@@ -19,12 +19,13 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "saddlescope/base/status.h"
 #include "saddlescope/probes/hvp.h"
 #include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/probes/symmetry.h"
+#include "saddlescope/store/schema.h"
 
 namespace saddlescope::probes {
 
@@ -110,8 +111,14 @@ class ProbeSet {
 double sampling_noise(double sum_of_squares, double squared_norm_of_sum, int64_t k, int64_t batch,
                       int64_t population);
 
-// One curvature evaluation at the current parameters (the `saddlescope curvature` command): the same
-// numbers as a curvature.csv row (same names) plus the eigenpairs, as JSON.
-Result<nlohmann::json> evaluate_curvature(const ProbeSpec& spec, const ModelView& model);
+// One curvature evaluation at the current parameters (the `saddlescope curvature` command): the row the
+// probe would write to curvature.csv (step 0, no Hessian-Lipschitz estimate: that needs the next step),
+// and, as JSON, the same numbers under the same names plus every eigenpair and the trace and density
+// estimates' detail.
+struct CurvatureEvaluation {
+  store::CurvatureRow row;
+  nlohmann::json detail;
+};
+Result<CurvatureEvaluation> evaluate_curvature(const ProbeSpec& spec, const ModelView& model);
 
 }  // namespace saddlescope::probes

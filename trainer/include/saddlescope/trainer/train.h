@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/probes/probe.h"
 #include "saddlescope/store/manifest.h"
 
 namespace saddlescope::trainer {
@@ -56,7 +57,8 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options);
 // One curvature evaluation (probes::evaluate_curvature) of the model `cfg` describes, at the parameters
 // of snapshot step `at_step` of the run cfg.init_from (or at cfg's initial parameters when at_step < 0),
 // on the probe set a training run would use; options `probe_spec` leaves out take the model's defaults
-// (probe_defaults). Writes nothing. Errors name the missing snapshot.
-Result<nlohmann::json> curvature_at(const RunConfig& cfg, int64_t at_step, const std::string& probe_spec);
+// (probe_defaults). Writes nothing. Errors name the missing snapshot. The JSON detail also names the
+// parameters and their count.
+Result<probes::CurvatureEvaluation> curvature_at(const RunConfig& cfg, int64_t at_step, const std::string& probe_spec);
 
 }  // namespace saddlescope::trainer
