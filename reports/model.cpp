@@ -23,7 +23,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kAnalysisSchema = 1;
+using analysis::AttributionResult;
+using analysis::Comparison;
+using analysis::RunResult;
+using analysis::SampleTest;
+using store::encode;
 
 // Modification time in seconds (0 when the file is missing).
 double mtime(const std::string& path) {
@@ -36,14 +40,19 @@ std::string base_name(const std::string& path) { return path.substr(path.find_la
 
 json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? encode(*v) : json(nullptr);
+}
+
 // Whether the analysis has the planned run: by run id, or by group and seed — a run whose study leaves
 // `threads` out resolves to the cores of the machine that reads the plan, so a report made elsewhere
 // than the runs (the H200 host's 16 cores, read on a laptop) plans other run ids for the same runs.
 bool planned_run_present(const StudyData& study, const PlannedRun& p) {
   for (const auto& r : study.runs) {
-    const json& e = r.entry;
-    if (field(e, "run_id") == p.run_id) return true;
-    if (field(e, "group") == p.group && field(e, "seed") == p.seed) return true;
+    const RunResult& e = r.entry;
+    if (e.run_id == p.run_id) return true;
+    if (e.group == p.group && e.seed == p.seed) return true;
   }
   return false;
 }
@@ -91,47 +100,47 @@ std::string machine_summary(const std::map<std::string, std::string>& f) {
                      get("compiler"), get("os"), get("toolkit.commit"));
 }
 
-// The words of a test's outcome at level alpha: differs, no difference found, or not testable.
-std::string finding(const json& test, double alpha) {
-  const json& p = field(test, "p_holm");
-  if (!field(test, "defined").is_boolean() || !test.at("defined").get<bool>() || !p.is_number()) return "not testable";
-  if (p.get<double>() < alpha) return "differs";
-  // A test that could not reach significance with any data says nothing: not "no difference". The
-  // analysis says so after its Holm correction; analyses written before it, Mann–Whitney at alpha.
-  if (field(test, "detectable").is_object())
-    return field(test, "detectable").at("can_be_significant").get<bool>() ? "no difference found" : "too few runs to tell";
-  if (field(test, "n_a").is_number_integer() && field(test, "n_b").is_number_integer() &&
-      analysis::mann_whitney_detectable(test.at("n_a").get<int64_t>(), test.at("n_b").get<int64_t>(), alpha).min_p >
-          alpha)
-    return "too few runs to tell";
+// The words of a test's outcome at level alpha: differs, no difference found, or not testable. `d`: the
+// analysis's detectable effect after Holm (absent in analyses written before it: then Mann–Whitney's
+// at alpha from the group sizes `n`, when known).
+std::string finding(bool defined, double p_holm, const std::optional<analysis::Detectable>& d,
+                    std::optional<std::pair<int64_t, int64_t>> n, double alpha) {
+  if (!defined || std::isnan(p_holm)) return "not testable";
+  if (p_holm < alpha) return "differs";
+  // A test that could not reach significance with any data says nothing: not "no difference".
+  if (d) return d->can_be_significant ? "no difference found" : "too few runs to tell";
+  if (n && analysis::mann_whitney_detectable(n->first, n->second, alpha).min_p > alpha) return "too few runs to tell";
   return "no difference found";
+}
+std::string finding(const SampleTest& t, double alpha) {
+  return finding(t.defined, t.p_holm, t.detectable, std::make_pair(t.n_a, t.n_b), alpha);
+}
+std::string finding(const analysis::LogRank& t, double alpha) {
+  return finding(t.defined, t.p_holm, std::nullopt, std::nullopt, alpha);
 }
 
 // What the test could have seen: the analysis's own `detectable` (at the α/m its Holm correction
 // applies, by simulation) when the analysis wrote one, else Noether's approximation at alpha for
 // analyses written before it.
-json power_of(const json& test, double alpha) {
-  const int64_t na = field(test, "n_a").is_number() ? field(test, "n_a").get<int64_t>() : 0;
-  const int64_t nb = field(test, "n_b").is_number() ? field(test, "n_b").get<int64_t>() : 0;
-  const json& d = field(test, "detectable");
-  if (d.is_object()) {
-    const bool paired = field(test, "test") == "wilcoxon_signed_rank";
-    return {{"n_a", na},
-            {"n_b", nb},
-            {"pairs", paired ? field(field(test, "paired"), "n_pairs") : json(nullptr)},
-            {"alpha", field(d, "alpha")},
+json power_of(const SampleTest& test, double alpha) {
+  if (const auto& d = test.detectable) {
+    const bool paired = test.test == "wilcoxon_signed_rank";
+    return {{"n_a", test.n_a},
+            {"n_b", test.n_b},
+            {"pairs", paired && test.paired ? json(test.paired->n_pairs) : json(nullptr)},
+            {"alpha", number(d->alpha)},
             {"after_holm", true},
-            {"power", field(d, "power")},
-            {"min_p", field(d, "min_p")},
-            {"n_needed", field(d, "n_needed")},
-            {"detectable_cliffs_delta", field(d, "cliffs_delta")},
-            {"detectable_shift_sd", field(d, "shift_sd")},
-            {"sd_unit", field(d, "sd_unit")},
-            {"detectable_shift", field(d, "shift")}};
+            {"power", number(d->power)},
+            {"min_p", number(d->min_p)},
+            {"n_needed", opt(d->n_needed)},
+            {"detectable_cliffs_delta", opt(d->cliffs_delta)},
+            {"detectable_shift_sd", number(d->shift_sd)},
+            {"sd_unit", d->sd_unit},
+            {"detectable_shift", number(d->shift)}};
   }
-  const auto e = analysis::mann_whitney_detectable(na, nb, alpha, 0.8);
-  return {{"n_a", na},
-          {"n_b", nb},
+  const auto e = analysis::mann_whitney_detectable(test.n_a, test.n_b, alpha, 0.8);
+  return {{"n_a", test.n_a},
+          {"n_b", test.n_b},
           {"pairs", nullptr},
           {"alpha", alpha},
           {"after_holm", false},
@@ -145,35 +154,38 @@ json power_of(const json& test, double alpha) {
 }
 
 // One comparison's sentence-ready record: the analysis's numbers, the findings and the power.
-json comparison_model(const json& c, const json& attribution, double alpha) {
-  json out = {{"a", c.at("a")}, {"b", c.at("b")}, {"p_holm", c.at("p_holm")}};
-  for (const char* k : {"escape", "logrank", "final_loss", "time_in_saddle"}) out[k] = field(c, k);
-  json lr = field(c, "logrank");
+json comparison_model(const Comparison& c, const std::vector<AttributionResult>& attribution, double alpha) {
+  json out = {{"a", c.a},
+              {"b", c.b},
+              {"p_holm", number(c.p_holm)},
+              {"escape", encode(c.escape)},
+              {"logrank", encode(c.logrank)},
+              {"final_loss", encode(c.final_loss)},
+              {"time_in_saddle", encode(c.time_in_saddle)}};
   out["findings"] = {
-      {"final_loss", finding(field(c, "final_loss"), alpha)},
-      {"time_in_saddle", finding(field(c, "time_in_saddle"), alpha)},
-      {"escape", lr.is_object() && field(lr, "defined").is_boolean() ? finding(lr, alpha) : "not testable"},
+      {"final_loss", finding(c.final_loss, alpha)},
+      {"time_in_saddle", finding(c.time_in_saddle, alpha)},
+      {"escape", finding(c.logrank, alpha)},
   };
   // The difference the tables show: the paired mean with its t interval in a paired design, else the
   // difference in medians with its bootstrap interval.
-  const json& fl = field(c, "final_loss");
-  const json& paired = field(fl, "paired");
-  out["difference"] = paired.is_object()
-                          ? json{{"kind", "paired mean"}, {"estimate", field(paired, "mean_difference")},
-                                 {"low", field(paired, "t_ci_low")}, {"high", field(paired, "t_ci_high")}}
-                          : json{{"kind", "median"}, {"estimate", field(fl, "median_difference")},
-                                 {"low", field(fl, "ci_low")}, {"high", field(fl, "ci_high")}};
-  out["power"] = {{"final_loss", power_of(field(c, "final_loss"), alpha)},
-                  {"time_in_saddle", power_of(field(c, "time_in_saddle"), alpha)}};
+  const SampleTest& fl = c.final_loss;
+  out["difference"] = fl.paired ? json{{"kind", "paired mean"}, {"estimate", number(fl.paired->mean_difference)},
+                                       {"low", number(fl.paired->t_ci_low)}, {"high", number(fl.paired->t_ci_high)}}
+                                 : json{{"kind", "median"}, {"estimate", opt(fl.median_difference)},
+                                        {"low", opt(fl.ci_low)}, {"high", opt(fl.ci_high)}};
+  out["power"] = {{"final_loss", power_of(c.final_loss, alpha)}, {"time_in_saddle", power_of(c.time_in_saddle, alpha)}};
   out["attribution"] = nullptr;
-  for (const auto& a : attribution)
-    if (a.at("a") == c.at("a") && a.at("b") == c.at("b")) {
-      json copy = a;
-      copy.erase("ops");
-      out["attribution"] = copy;
-      out["findings"]["cause"] = a.at("verdict");
+  out["findings"]["cause"] = "not examined";
+  for (const AttributionResult& a : attribution)
+    if (a.a == c.a && a.b == c.b) {
+      AttributionResult copy = a;
+      copy.ops.clear();
+      json j = encode(copy);
+      j.erase("ops");
+      out["attribution"] = j;
+      out["findings"]["cause"] = a.verdict;
     }
-  if (!out["findings"].contains("cause")) out["findings"]["cause"] = "not examined";
   return out;
 }
 
@@ -237,13 +249,12 @@ std::string comparison_sentence(const json& c) {
 }
 
 json verdict_model(const StudyData& study, double alpha) {
-  const json& a = study.analysis;
   json comparisons = json::array();
   std::vector<std::string> sentences;
   int differ = 0, too_few = 0;
   std::map<std::string, int> causes;
-  for (const auto& c : field(a, "comparisons")) {
-    json m = comparison_model(c, field(a, "attribution"), alpha);
+  for (const Comparison& c : study.analysis.comparisons) {
+    json m = comparison_model(c, study.analysis.attribution, alpha);
     const json& f = m["findings"];
     if (f.at("final_loss") == "differs" || f.at("escape") == "differs" || f.at("time_in_saddle") == "differs") ++differ;
     else if (f.at("final_loss") == "too few runs to tell") ++too_few;
@@ -283,7 +294,7 @@ json setup_model(const StudyData& study) {
   // is one value within each group (seeds vary within a group and are not axes).
   std::map<std::string, std::vector<const RunData*>> by_group;
   for (const auto& r : study.runs)
-    if (r.manifest && field(r.entry, "group").is_string()) by_group[r.entry.at("group")].push_back(&r);
+    if (r.manifest && r.entry.group) by_group[*r.entry.group].push_back(&r);
   std::set<std::string> keys, within_varies;
   for (const auto& [g, runs] : by_group)
     for (const RunData* r : runs)
@@ -310,17 +321,17 @@ json setup_model(const StudyData& study) {
   // The matrix: every run the analysis lists and every planned run it does not.
   json runs = json::array();
   for (const auto& r : study.runs) {
-    const json& e = r.entry;
-    std::string note = field(e, "skipped").is_string() ? e.at("skipped").get<std::string>() : "";
+    const RunResult& e = r.entry;
+    std::string note = e.skipped.value_or("");
     if (r.manifest && !r.manifest->error.empty()) note = r.manifest->error;
     if (r.newer_than_analysis) note += std::string(note.empty() ? "" : "; ") + "changed after the analysis";
     for (const auto& n : r.notes) note += std::string(note.empty() ? "" : "; ") + n;
-    runs.push_back({{"run_id", e.at("run_id")},
-                    {"group", e.at("group")},
-                    {"seed", e.at("seed")},
-                    {"status", e.at("status")},
-                    {"analysed", field(e, "skipped").is_null()},
-                    {"steps_completed", field(e, "steps_completed")},
+    runs.push_back({{"run_id", e.run_id},
+                    {"group", opt(e.group)},
+                    {"seed", e.seed},
+                    {"status", e.status},
+                    {"analysed", !e.skipped},
+                    {"steps_completed", opt(e.steps_completed)},
                     {"note", note}});
   }
   json not_run = json::array();
@@ -349,47 +360,50 @@ json setup_model(const StudyData& study) {
     }
     json& m = machines[it->second];
     m["runs"] = m["runs"].get<int>() + 1;
-    if (std::find(m["groups"].begin(), m["groups"].end(), r.entry.at("group")) == m["groups"].end())
-      m["groups"].push_back(r.entry.at("group"));
+    const json group = opt(r.entry.group);
+    if (std::find(m["groups"].begin(), m["groups"].end(), group) == m["groups"].end()) m["groups"].push_back(group);
   }
   return {{"groups", groups}, {"axes", axes}, {"common", common}, {"runs", runs}, {"not_run", not_run},
-          {"machines", machines}, {"definitions", field(study.analysis, "definitions")}};
+          {"machines", machines}, {"definitions", encode(study.analysis.definitions)}};
 }
 
 json loss_model(const StudyData& study) {
   json groups = json::array();
-  for (const auto& g : field(study.analysis, "groups"))
-    groups.push_back({{"name", g.at("name")}, {"n_runs", g.at("n_runs")}, {"final_loss", g.at("final_loss")}});
+  for (const auto& g : study.analysis.groups)
+    groups.push_back({{"name", g.name}, {"n_runs", g.n_runs}, {"final_loss", encode(g.final_loss)}});
   json not_learning = json::array();
   for (const auto& r : study.runs) {
-    const json& e = r.entry;
-    if (field(e, "learns").is_boolean() && !e.at("learns").get<bool>())
-      not_learning.push_back({{"run_id", e.at("run_id")}, {"group", e.at("group")}, {"seed", e.at("seed")},
-                              {"eval_mse", e.at("eval_mse")}, {"baseline_mse", e.at("baseline_mse")}});
+    const RunResult& e = r.entry;
+    if (e.learns && !*e.learns)
+      not_learning.push_back({{"run_id", e.run_id}, {"group", opt(e.group)}, {"seed", e.seed},
+                              {"eval_mse", number(e.eval_mse)}, {"baseline_mse", number(e.baseline_mse)}});
   }
-  return {{"groups", groups}, {"not_learning", not_learning}, {"loss_window", field(field(study.analysis, "definitions"), "loss_window")}};
+  return {{"groups", groups}, {"not_learning", not_learning}, {"loss_window", study.analysis.definitions.loss_window}};
 }
 
 json saddles_model(const StudyData& study) {
   json groups = json::array();
-  for (const auto& g : field(study.analysis, "groups")) {
-    json c = g;
+  for (const auto& g : study.analysis.groups) {
+    json c = encode(g);
     c.erase("final_loss");
     groups.push_back(c);
   }
   json runs = json::array();
   int64_t episodes = 0;
   for (const auto& r : study.runs) {
-    const json& e = r.entry;
-    if (!field(e, "skipped").is_null()) continue;
-    json row = {{"run_id", e.at("run_id")}, {"group", e.at("group")}, {"seed", e.at("seed")}};
-    for (const char* k : {"probe_count", "probe_interval", "gradient_scale", "time_in_saddle", "episodes", "episodes_note",
-                          "level_crossings"})
-      if (e.contains(k)) row[k] = e.at(k);
-    if (field(e, "episodes").is_array()) episodes += static_cast<int64_t>(e.at("episodes").size());
+    const RunResult& e = r.entry;
+    if (e.skipped) continue;
+    json row = {{"run_id", e.run_id}, {"group", opt(e.group)}, {"seed", e.seed}, {"episodes", opt(e.episodes)},
+                {"episodes_note", opt(e.episodes_note)}};
+    if (e.probe_count) row["probe_count"] = *e.probe_count;
+    if (e.probe_interval) row["probe_interval"] = *e.probe_interval;
+    if (e.gradient_scale) row["gradient_scale"] = number(*e.gradient_scale);
+    if (e.time_in_saddle) row["time_in_saddle"] = *e.time_in_saddle;
+    if (e.level_crossings) row["level_crossings"] = encode(*e.level_crossings);
+    if (e.episodes) episodes += static_cast<int64_t>(e.episodes->size());
     runs.push_back(row);
   }
-  return {{"groups", groups}, {"runs", runs}, {"n_episodes", episodes}, {"theory", field(study.analysis, "theory")}};
+  return {{"groups", groups}, {"runs", runs}, {"n_episodes", episodes}, {"theory", encode(study.analysis.theory)}};
 }
 
 json op_summary_json(const analysis::OpSummary& s) {
@@ -405,7 +419,7 @@ json rounding_model(const StudyData& study) {
     std::vector<store::OpRow> rows;
     int64_t runs = 0;
     for (const auto& r : study.runs)
-      if (r.entry.at("group") == name && !r.ops.empty()) {
+      if (r.entry.group == name && !r.ops.empty()) {
         rows.insert(rows.end(), r.ops.begin(), r.ops.end());
         ++runs;
       }
@@ -424,15 +438,14 @@ json rounding_model(const StudyData& study) {
 }
 
 json divergence_model(const StudyData& study) {
-  json attribution = field(study.analysis, "attribution");
-  return {{"pairs", field(study.analysis, "divergence")}, {"attribution", attribution.is_null() ? json::array() : attribution}};
+  return {{"pairs", encode(study.analysis.divergence)}, {"attribution", encode(study.analysis.attribution)}};
 }
 
 // The noise budget as the analysis wrote it (absent in analyses before it: no groups).
 json noise_model(const StudyData& study) {
-  const json& n = field(study.analysis, "noise_budget");
-  if (!n.is_object()) return {{"negligible_ratio", nullptr}, {"groups", json::array()}};
-  return {{"negligible_ratio", n.at("negligible_ratio")}, {"groups", n.at("groups")}};
+  const auto& n = study.analysis.noise_budget;
+  if (!n) return {{"negligible_ratio", nullptr}, {"groups", json::array()}};
+  return {{"negligible_ratio", number(n->negligible_ratio)}, {"groups", encode(n->groups)}};
 }
 
 json symmetry_model(const StudyData& study) {
@@ -454,20 +467,14 @@ json symmetry_model(const StudyData& study) {
     }
     json ls = json::array();
     for (auto& [name, l] : layers) ls.push_back(l);
-    runs.push_back({{"run_id", r.entry.at("run_id")},
-                    {"group", r.entry.at("group")},
-                    {"seed", r.entry.at("seed")},
-                    {"layers", ls}});
+    runs.push_back({{"run_id", r.entry.run_id}, {"group", opt(r.entry.group)}, {"seed", r.entry.seed}, {"layers", ls}});
   }
   return {{"runs", runs}};
 }
 
 }  // namespace
 
-std::string run_label(const json& run) {
-  return fmt::format("{} s{}", field(run, "group").is_string() ? field(run, "group").get<std::string>() : "?",
-                     field(run, "seed").is_number_integer() ? std::to_string(field(run, "seed").get<int64_t>()) : "?");
-}
+std::string run_label(const RunResult& run) { return fmt::format("{} s{}", run.group.value_or("?"), run.seed); }
 
 std::string show(const json& v) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
@@ -502,26 +509,18 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
     return Status::Error(path + ": no analysis (run `saddlescope analyze " + dir + "` first)");
   auto text = store::read_file(path, 1ull << 30, "1 GiB");
   if (!text) return text.status();
-  auto a = store::parse_json(*text, path);
-  if (!a) return a.status();
+  auto j = store::parse_json(*text, path);
+  if (!j) return j.status();
+  auto a = analysis::decode_analysis(*j);
+  if (!a) return Status::Error(path + ": " + a.status().message());
   s.analysis = std::move(*a);
-  if (!s.analysis.is_object() || field(s.analysis, "schema_version") != kAnalysisSchema)
-    return Status::Error(fmt::format("{}: schema_version must be {}, got {}", path, kAnalysisSchema,
-                                     s.analysis.is_object() ? field(s.analysis, "schema_version").dump() : "no object"));
-  for (const char* k : {"runs", "groups", "comparisons"})
-    if (!field(s.analysis, k).is_array()) return Status::Error(fmt::format("{}: {} must be an array", path, k));
-  for (const auto& g : s.analysis["groups"]) {
-    if (!field(g, "name").is_string()) return Status::Error(path + ": groups[].name must be a string");
-    s.group_names.push_back(g.at("name"));
-  }
+  for (const auto& g : s.analysis.groups) s.group_names.push_back(g.name);
   const double analysed_at = mtime(path);
   std::set<std::string> listed;
-  for (const auto& e : s.analysis["runs"]) {
-    if (!field(e, "path").is_string() || !field(e, "run_id").is_string())
-      return Status::Error(path + ": runs[] entries need a path and a run_id string");
+  for (const RunResult& e : s.analysis.runs) {
     RunData r;
     r.entry = e;
-    const std::string run_path = dir + "/" + e.at("path").get<std::string>();
+    const std::string run_path = dir + "/" + e.path;
     listed.insert(base_name(run_path));
     auto run = store::RunDir::open(run_path);
     if (!run) {
@@ -535,15 +534,12 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
       read_into(*run, &store::RunDir::symmetry, store::kSymmetry.file, r.symmetry, r.notes);
     }
     const std::string who = run_label(e);
-    for (const auto& n : r.notes)
-      s.warnings.push_back(fmt::format("run {} ({}): {}", who, e.at("run_id").get<std::string>(), n));
+    for (const auto& n : r.notes) s.warnings.push_back(fmt::format("run {} ({}): {}", who, e.run_id, n));
     if (r.newer_than_analysis)
-      s.warnings.push_back(fmt::format("run {} ({}) changed after the analysis: rerun `saddlescope analyze`", who,
-                                       e.at("run_id").get<std::string>()));
-    if (field(e, "skipped").is_string())
-      s.warnings.push_back(fmt::format("run {} ({}) is {} and not in the statistics: {}", who,
-                                       e.at("run_id").get<std::string>(), show(e.at("status")),
-                                       e.at("skipped").get<std::string>()));
+      s.warnings.push_back(fmt::format("run {} ({}) changed after the analysis: rerun `saddlescope analyze`", who, e.run_id));
+    if (e.skipped)
+      s.warnings.push_back(
+          fmt::format("run {} ({}) is {} and not in the statistics: {}", who, e.run_id, e.status, *e.skipped));
     s.runs.push_back(std::move(r));
   }
   for (const auto& d : store::list_run_dirs(dir))
@@ -558,8 +554,7 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
 }
 
 json build_model(const StudyData& study) {
-  const json& defs = field(study.analysis, "definitions");
-  const double level = field(defs, "level").is_number() ? defs.at("level").get<double>() : 0.95;
+  const double level = std::isnan(study.analysis.definitions.level) ? 0.95 : study.analysis.definitions.level;
   const double alpha = std::round((1 - level) * 1e12) / 1e12;
   return {{"schema_version", 1},
           {"study", study.name},
@@ -567,8 +562,8 @@ json build_model(const StudyData& study) {
           {"generated", store::utc_now()},
           {"alpha", alpha},
           {"warnings", study.warnings},
-          {"n_runs", field(study.analysis, "n_runs")},
-          {"n_skipped", field(study.analysis, "n_skipped")},
+          {"n_runs", study.analysis.n_runs},
+          {"n_skipped", study.analysis.n_skipped},
           {"verdict", verdict_model(study, alpha)},
           {"setup", setup_model(study)},
           {"loss", loss_model(study)},

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figure.h"
+#include "saddlescope/analysis/analysis_result.h"
 #include "saddlescope/base/status.h"
 #include "saddlescope/reports/invariance.h"
 #include "saddlescope/reports/report.h"
@@ -22,7 +23,7 @@ namespace saddlescope::reports {
 
 // One run of the analysis (analysis.json runs[]), with what its directory still holds.
 struct RunData {
-  nlohmann::json entry;                    // its analysis.json runs[] entry
+  analysis::RunResult entry;               // its analysis.json runs[] entry
   std::optional<store::RunManifest> manifest;
   std::vector<store::MetricsRow> metrics;
   std::vector<store::CurvatureRow> curvature;
@@ -34,7 +35,7 @@ struct RunData {
 
 struct StudyData {
   std::string dir, name;
-  nlohmann::json analysis;
+  analysis::AnalysisResult analysis;        // analysis.json, read through its declared types
   std::vector<RunData> runs;                 // in analysis.json's order
   std::vector<std::string> unanalysed;       // run directories the analysis does not list
   std::vector<PlannedRun> plan;
@@ -42,8 +43,9 @@ struct StudyData {
   std::vector<std::string> warnings;         // partial or stale inputs
 };
 
-// Reads <dir>/analysis/analysis.json (schema_version 1) and every run it lists. A run whose directory
-// or files are gone is kept with notes; only the analysis itself not reading is an error.
+// Reads <dir>/analysis/analysis.json (schema_version 1, through analysis_result.h) and every run it
+// lists. A run whose directory or files are gone is kept with notes; only the analysis itself not
+// reading is an error, naming analysis.json and the key.
 Result<StudyData> load_study(const std::string& dir, const ReportOptions& options);
 
 // report.json: the verdict, setup, and per section every number the report shows; numbers taken from
@@ -65,17 +67,14 @@ std::string render_html(const nlohmann::json& model, const std::map<std::string,
 // report.md: the same content for terminals, figures linked as PNG.
 std::string render_markdown(const nlohmann::json& model);
 
-// How the report reads analysis.json and the model built from it. A key the analysis always writes is
-// read with at(): absent, it throws json::out_of_range, which write_report turns into the one-line error
-// naming analysis.json and the key. A key it writes only sometimes is read with field(): the
-// estimates of a test that was not defined (only `defined`, `n_a`, `n_b`, `p`, `p_holm`), a divergence
-// that could not be computed (only the pair and its `error`), a run's curvature summary without a
-// curvature probe. Never with a const operator[]: on a missing key that is undefined behaviour.
-// field(j, key): `j[key]`, or null when `j` is not an object or has no `key` (store/json_input.h).
+// How the report reads the model built from the analysis (report.json): a key the model always has is
+// read with at(); one it has only sometimes with field() (`j[key]`, or null when `j` is not an object or
+// has no `key`: store/json_input.h). Never with a const operator[]: on a missing key that is undefined
+// behaviour. The analysis itself is read through its types.
 using store::field;
 
-// "cpu-t1 s3": an analysis.json runs[] entry's group and seed ("?" for either when absent).
-std::string run_label(const nlohmann::json& run);
+// "cpu-t1 s3": a run's group and seed ("?" for a run without a group).
+std::string run_label(const analysis::RunResult& run);
 
 // A number as the report prints it: 4 significant digits, "—" for null.
 std::string show(const nlohmann::json& v);

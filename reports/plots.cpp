@@ -22,6 +22,7 @@ constexpr size_t kMaxCurvePoints = 300;  // per group: enough for a smooth curve
 
 std::string num(double v) { return std::isfinite(v) ? store::format_double(v) : "NaN"; }
 std::string num(const json& v) { return v.is_number() ? num(v.get<double>()) : "NaN"; }
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 // A text field, last in its row: quoted, so that a comma in a group name stays in its field.
 std::string text(const std::string& s) {
   std::string out = "\"";
@@ -134,13 +135,14 @@ std::string series_bands(const std::vector<std::string>& titles, const std::set<
   });
 }
 
-int series_of(const StudyData& s, const json& group) {
-  if (!group.is_string()) return 0;
-  auto it = std::find(s.group_names.begin(), s.group_names.end(), group.get<std::string>());
+// The figure series of a group: its place in the analysis's groups, from 1 (0: none).
+int series_of(const StudyData& s, const std::optional<std::string>& group) {
+  if (!group) return 0;
+  auto it = std::find(s.group_names.begin(), s.group_names.end(), *group);
   return it == s.group_names.end() ? 0 : static_cast<int>(it - s.group_names.begin()) + 1;
 }
 
-bool analysed(const RunData& r) { return r.entry.contains("skipped") && r.entry.at("skipped").is_null(); }
+bool analysed(const RunData& r) { return !r.entry.skipped; }
 
 
 // ---- Loss ------------------------------------------------------------------------------------------
@@ -154,7 +156,7 @@ std::optional<Figure> loss_figure(const StudyData& s, int64_t window) {
     std::vector<std::vector<std::pair<int64_t, double>>> curves;
     int64_t last = -1;
     for (const auto& r : s.runs) {
-      if (!analysed(r) || series_of(s, r.entry.at("group")) != static_cast<int>(gi + 1) || r.metrics.empty()) continue;
+      if (!analysed(r) || series_of(s, r.entry.group) != static_cast<int>(gi + 1) || r.metrics.empty()) continue;
       std::vector<std::pair<int64_t, double>> c;
       double sum = 0;
       for (size_t k = 0; k < r.metrics.size(); ++k) {
@@ -212,26 +214,25 @@ std::optional<Figure> final_loss_figure(const StudyData& s) {
   std::vector<double> all;
   std::string xtics;
   int count = 0;
-  for (const auto& g : s.analysis.at("groups")) {
-    const int i = series_of(s, g.at("name"));
-    const json& fl = g.contains("final_loss") ? g.at("final_loss") : json();
-    xtics += fmt::format("{}{} {}", xtics.empty() ? "" : ", ", gp_string(g.at("name")), i);
-    if (!fl.is_object() || !fl.value("n", json(0)).is_number() || fl.value("n", 0) == 0) continue;
+  for (const auto& g : s.analysis.groups) {
+    const int i = series_of(s, g.name);
+    const analysis::Summary& fl = g.final_loss;
+    xtics += fmt::format("{}{} {}", xtics.empty() ? "" : ", ", gp_string(g.name), i);
+    if (fl.n == 0) continue;
     ++count;
-    box.row({std::to_string(i), num(fl.at("n")), num(fl.at("min")), num(fl.at("q1")), num(fl.at("median")),
-             num(fl.at("q3")), num(fl.at("max")), text(g.at("name"))});
+    box.row({std::to_string(i), num(static_cast<double>(fl.n)), num(fl.min), num(fl.q1), num(fl.median), num(fl.q3),
+             num(fl.max), text(g.name)});
   }
   if (count == 0) return std::nullopt;
   std::map<int, int> k;
   for (const auto& r : s.runs) {
-    if (!analysed(r) || !r.entry.value("final_loss", json()).is_number()) continue;
-    const int i = series_of(s, r.entry.at("group"));
+    if (!analysed(r) || std::isnan(r.entry.final_loss)) continue;
+    const int i = series_of(s, r.entry.group);
     const int j = k[i]++;
     // Spread the points of a group sideways so that equal losses stay visible.
     const double x = i - 0.25 + 0.5 * ((j * 0.618034) - std::floor(j * 0.618034));
-    all.push_back(r.entry.at("final_loss"));
-    points.row({std::to_string(i), num(x), r.entry.at("seed").dump(), num(r.entry.at("final_loss")),
-                text(r.entry.at("run_id"))});
+    all.push_back(r.entry.final_loss);
+    points.row({std::to_string(i), num(x), std::to_string(r.entry.seed), num(r.entry.final_loss), text(r.entry.run_id)});
   }
   Figure f;
   f.name = "final_loss";
@@ -259,14 +260,14 @@ std::optional<Figure> episodes_figure(const StudyData& s) {
   std::string ytics;
   int y = 0, n = 0;
   for (const auto& r : s.runs) {
-    if (!analysed(r) || !r.entry.value("episodes", json()).is_array()) continue;
+    if (!analysed(r) || !r.entry.episodes) continue;
     ++y;
     ytics += fmt::format("{}{} {}", ytics.empty() ? "" : ", ", gp_string(run_label(r.entry)), y);
-    for (const auto& e : r.entry.at("episodes")) {
-      const bool censored = e.value("censored", false);
-      const json end = censored ? r.entry.value("last_probe_step", json()) : e.value("exit_step", json());
-      csv.row({std::to_string(series_of(s, r.entry.at("group"))), std::to_string(y), num(e.at("entry_step")), num(end),
-               censored ? "1" : "0", num(e.at("escape_steps")), text(r.entry.at("run_id"))});
+    for (const analysis::EpisodeResult& e : *r.entry.episodes) {
+      const std::optional<int64_t> end = e.censored ? r.entry.last_probe_step : e.exit_step;
+      csv.row({std::to_string(series_of(s, r.entry.group)), std::to_string(y), num(static_cast<double>(e.entry_step)),
+               end ? num(static_cast<double>(*end)) : "NaN", e.censored ? "1" : "0",
+               num(static_cast<double>(e.escape_steps)), text(r.entry.run_id)});
       ++n;
     }
   }
@@ -298,11 +299,11 @@ std::optional<Figure> curvature_figure(const StudyData& s, bool lambda_max) {
   std::set<int> present;
   for (const auto& r : s.runs) {
     if (r.curvature.empty()) continue;
-    const int i = series_of(s, r.entry.at("group"));
+    const int i = series_of(s, r.entry.group);
     present.insert(i);
     for (const auto& c : r.curvature) {
       const std::vector<std::string> row = {std::to_string(c.step), num(c.lambda_min), num(c.lambda_max),
-                                            num(c.probe_loss), num(c.probe_grad_norm), text(r.entry.at("run_id"))};
+                                            num(c.probe_loss), num(c.probe_grad_norm), text(r.entry.run_id)};
       lines.point(i, row[0], lambda_max ? row[2] : row[1], row);
       values.push_back(lambda_max ? c.lambda_max : c.lambda_min);
     }
@@ -333,21 +334,21 @@ std::optional<Figure> survival_figure(const StudyData& s) {
   Csv csv({"series", "step", "survival", "lower", "upper", "group"});
   Csv marks({"series", "step", "survival", "censored"});
   std::set<int> present;
-  for (const auto& g : s.analysis.at("groups")) {
-    if (!g.value("km", json()).is_array() || g.at("km").empty()) continue;
-    const int i = series_of(s, g.at("name"));
+  for (const auto& g : s.analysis.groups) {
+    if (g.km.empty()) continue;
+    const int i = series_of(s, g.name);
     present.insert(i);
     // A step function drawn as points: each time appears twice, with the value before and after it.
     double sv = 1, lo = 1, hi = 1;
-    csv.row({std::to_string(i), "0", "1", "1", "1", text(g.at("name"))});
-    for (const auto& k : g.at("km")) {
-      const std::string t = num(k.at("step"));
-      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g.at("name"))});
-      sv = k.at("survival").is_number() ? k.at("survival").get<double>() : NAN;
-      lo = k.at("lower").is_number() ? k.at("lower").get<double>() : sv;
-      hi = k.at("upper").is_number() ? k.at("upper").get<double>() : sv;
-      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g.at("name"))});
-      if (k.value("censored", 0) > 0) marks.row({std::to_string(i), t, num(sv), num(k.at("censored"))});
+    csv.row({std::to_string(i), "0", "1", "1", "1", text(g.name)});
+    for (const analysis::KmStep& k : g.km) {
+      const std::string t = num(k.step);
+      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g.name)});
+      sv = k.survival;
+      lo = std::isnan(k.lower) ? sv : k.lower;
+      hi = std::isnan(k.upper) ? sv : k.upper;
+      csv.row({std::to_string(i), t, num(sv), num(lo), num(hi), text(g.name)});
+      if (k.censored > 0) marks.row({std::to_string(i), t, num(sv), num(static_cast<double>(k.censored))});
     }
     csv.gap();
   }
@@ -360,7 +361,7 @@ std::optional<Figure> survival_figure(const StudyData& s) {
       "Kaplan–Meier estimate of the fraction of runs still in their first saddle episode, against the optimiser "
       "steps since it was entered, with its pointwise {}% confidence band (log(−log) scale, Greenwood); crosses "
       "mark censored runs (still in the saddle at their last probe step).",
-      show(json(100 * s.analysis.at("definitions").value("level", 0.95))));
+      show(json(100 * s.analysis.definitions.level)));
   f.data = {{"", csv.body}, {"_censored", marks.body}};
   std::string cmds = "set xlabel 'optimiser steps since the saddle was entered'\nset ylabel 'runs still in the saddle "
                      "(fraction)'\nset yrange [0:1.05]\n";
@@ -377,32 +378,31 @@ std::optional<Figure> survival_figure(const StudyData& s) {
 }
 
 std::optional<Figure> theory_figure(const StudyData& s) {
-  const json& th = s.analysis.value("theory", json());
+  const analysis::Theory& th = s.analysis.theory;
   Csv csv({"in_fit", "predicted", "observed", "entry_step", "run_id"});
   std::vector<double> all;
   std::set<std::pair<std::string, int64_t>> fitted;
   int n = 0;
-  if (th.is_object() && th.value("points", json()).is_array())
-    for (const auto& p : th.at("points")) {
-      csv.row(
-          {"1", num(p.at("predicted")), num(p.at("observed")), num(p.at("entry_step")), text(p.value("run_id", ""))});
-      fitted.insert({p.value("run_id", ""), p.value("entry_step", int64_t{0})});
-      all.push_back(p.at("predicted").is_number() ? p.at("predicted").get<double>() : NAN);
-      all.push_back(p.at("observed").is_number() ? p.at("observed").get<double>() : NAN);
-      ++n;
-    }
+  for (const analysis::TheoryPoint& p : th.points) {
+    const double observed = static_cast<double>(p.observed);
+    csv.row({"1", num(p.predicted), num(observed), num(static_cast<double>(p.entry_step)), text(p.run_id)});
+    fitted.insert({p.run_id, p.entry_step});
+    all.push_back(p.predicted);
+    all.push_back(observed);
+    ++n;
+  }
   // Escaped episodes outside the fit (other optimisers; SGD episodes closed by the curvature rule):
   // shown, not fitted.
   for (const auto& r : s.runs) {
-    if (!analysed(r) || !r.entry.value("episodes", json()).is_array()) continue;
-    for (const auto& e : r.entry.at("episodes")) {
-      if (e.value("censored", true) || fitted.count({r.entry.at("run_id"), e.value("entry_step", int64_t{0})}))
-        continue;
-      const json pred = e.value("theory", json()).value("predicted_escape_steps", json());
-      if (!pred.is_number()) continue;
-      csv.row({"0", num(pred), num(e.at("escape_steps")), num(e.at("entry_step")), text(r.entry.at("run_id"))});
-      all.push_back(pred.get<double>());
-      all.push_back(e.at("escape_steps").is_number() ? e.at("escape_steps").get<double>() : NAN);
+    if (!analysed(r) || !r.entry.episodes) continue;
+    for (const analysis::EpisodeResult& e : *r.entry.episodes) {
+      if (e.censored || fitted.count({r.entry.run_id, e.entry_step})) continue;
+      const double pred = e.theory.predicted_escape_steps;
+      if (std::isnan(pred)) continue;
+      const double observed = static_cast<double>(e.escape_steps);
+      csv.row({"0", num(pred), num(observed), num(static_cast<double>(e.entry_step)), text(r.entry.run_id)});
+      all.push_back(pred);
+      all.push_back(observed);
       ++n;
     }
   }
@@ -411,7 +411,7 @@ std::optional<Figure> theory_figure(const StudyData& s) {
   f.name = "theory";
   f.section = "saddles";
   f.title = "Predicted against observed escape time";
-  const bool fit = th.is_object() && th.value("slope", json()).is_number() && th.value("intercept", json()).is_number();
+  const bool fit = !std::isnan(th.slope) && !std::isnan(th.intercept);
   f.caption = "Each point is an escaped saddle episode: the escape time ln(R/r₀)/ln(1 + η|λmin|) predicted from the "
               "measured λmin, η and r₀ at entry, against the observed one. Filled: SGD runs, in the least-squares fit "
               "(solid line); open: not fitted — other optimisers, and SGD episodes closed by the curvature rule rather "
@@ -423,9 +423,9 @@ std::optional<Figure> theory_figure(const StudyData& s) {
   cmds += "plot x with lines lt 8 lw 1 title 'observed = predicted'";
   if (fit)
     cmds += fmt::format(
-        ", \\\n  {} + {}*x with lines lt 1 dt 1 lw 1.5 title {}", num(th.at("intercept")), num(th.at("slope")),
-        gp_string(fmt::format("fit: observed = {} + {} × predicted (R² {}, n {})", show(th.at("intercept")),
-                              show(th.at("slope")), show(th.at("r2")), show(th.at("n")))));
+        ", \\\n  {} + {}*x with lines lt 1 dt 1 lw 1.5 title {}", num(th.intercept), num(th.slope),
+        gp_string(fmt::format("fit: observed = {} + {} × predicted (R² {}, n {})", show(json(th.intercept)),
+                              show(json(th.slope)), show(number_or_null(th.r2)), show(json(th.n)))));
   if (n > static_cast<int>(fitted.size()) || fitted.empty())
     cmds += ", \\\n  ARG3 using 'predicted':(column('in_fit')==0 ? column('observed') : NaN) with points lt 3 pt 6 "
             "ps 1.2 title 'not fitted (other optimisers; curvature exits)'";
@@ -447,7 +447,7 @@ std::optional<Figure> ulp_figure(const StudyData& s, const std::string& phase) {
   for (const auto& r : s.runs)
     for (const auto& o : r.ops) {
       if (o.phase != phase || !analysis::is_measured(o.flag)) continue;
-      const int i = series_of(s, r.entry.at("group"));
+      const int i = series_of(s, r.entry.group);
       const double e = std::fabs(o.ulp_error);
       // A run of no group of the analysis (a failed run's taps) is no series; a non-finite error has no bin.
       if (i == 0 || !std::isfinite(e)) continue;
@@ -501,16 +501,14 @@ std::optional<Figure> divergence_figure(const StudyData& s) {
   Csv csv({"series", "step", "rel_l2", "max_ulp_distance", "pair"});
   std::vector<std::string> titles;
   bool positive = false;
-  const json& pairs = s.analysis.value("divergence", json());
-  if (!pairs.is_array()) return std::nullopt;
-  for (const auto& p : pairs) {
-    if (!p.value("snapshots", json()).is_array() || p.at("snapshots").empty()) continue;
-    titles.push_back(fmt::format("{} vs {}, seed {}", p.value("a", ""), p.value("b", ""), p.at("seed").dump()));
-    for (const auto& sn : p.at("snapshots")) {
-      const double d = sn.at("rel_l2").is_number() ? sn.at("rel_l2").get<double>() : NAN;
+  for (const analysis::DivergenceResult& p : s.analysis.divergence) {
+    if (!p.snapshots || p.snapshots->empty()) continue;
+    titles.push_back(fmt::format("{} vs {}, seed {}", p.a, p.b, p.seed));
+    for (const analysis::SnapshotDistance& sn : *p.snapshots) {
+      const double d = sn.rel_l2;
       positive = positive || d > 0;
-      csv.row({std::to_string(titles.size()), num(sn.at("step")), num(d > 0 ? d : NAN), num(sn.at("max_ulp_distance")),
-               text(titles.back())});
+      csv.row({std::to_string(titles.size()), num(static_cast<double>(sn.step)), num(d > 0 ? d : NAN),
+               num(sn.max_ulp_distance), text(titles.back())});
     }
     csv.gap();
   }
@@ -537,7 +535,7 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
   bool positive = false;
   for (const auto& r : s.runs) {
     if (r.symmetry.empty()) continue;
-    const int i = series_of(s, r.entry.at("group"));
+    const int i = series_of(s, r.entry.group);
     present.insert(i);
     std::map<std::string, std::vector<const store::SymmetryRow*>> layers;
     for (const auto& row : r.symmetry) layers[row.layer].push_back(&row);
@@ -547,7 +545,7 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
         const std::vector<std::string> fields = {
             std::to_string(row->step), std::to_string(row->identical_pairs),
             num(row->min_relative_distance > 0 || !distance ? row->min_relative_distance : NAN), layer,
-            text(r.entry.at("run_id"))};
+            text(r.entry.run_id)};
         lines.point(i, fields[0], distance ? fields[2] : fields[1], fields);
       }
       lines.end_line();
@@ -578,18 +576,17 @@ std::optional<Figure> symmetry_figure(const StudyData& s, bool distance) {
 // (rounding) and a dotted one (sampling) for each run, log scale; zeros (rounding at an exact point,
 // sampling at full batch) cannot be drawn on it and are left out.
 std::optional<Figure> noise_figure(const StudyData& s) {
-  const json& rows = store::field(store::field(s.analysis, "noise_budget"), "rows");
-  if (!rows.is_array() || rows.empty()) return std::nullopt;
+  if (!s.analysis.noise_budget || s.analysis.noise_budget->rows.empty()) return std::nullopt;
   RunLines lines({"step", "rounding_norm", "sampling_norm", "ratio", "run_id"});
   std::set<int> present;
   std::string run;
-  auto positive = [](const json& v) { return v.is_number() && v.get<double>() > 0 ? num(v) : std::string("NaN"); };
-  for (const auto& r : rows) {  // in run order, steps ascending within a run
-    if (r.at("run_id").get<std::string>() != run) lines.end_line(), run = r.at("run_id").get<std::string>();
-    const int i = series_of(s, r.at("group"));
+  auto positive = [](double v) { return v > 0 ? num(v) : std::string("NaN"); };
+  for (const analysis::NoiseBudgetRow& r : s.analysis.noise_budget->rows) {  // in run order, steps ascending
+    if (r.run_id != run) lines.end_line(), run = r.run_id;
+    const int i = series_of(s, r.group);
     present.insert(i);
-    const std::vector<std::string> f = {std::to_string(r.at("step").get<int64_t>()), positive(r.at("rounding_norm")),
-                                        positive(r.at("sampling_norm")), num(r.at("ratio")), text(run)};
+    const std::vector<std::string> f = {std::to_string(r.step), positive(r.rounding_norm), positive(r.sampling_norm),
+                                        num(r.ratio), text(run)};
     lines.point(i, f[0], f[1] + "/" + f[2], f);
   }
   lines.end_line();
@@ -621,10 +618,7 @@ std::optional<Figure> noise_figure(const StudyData& s) {
 }  // namespace
 
 std::vector<Figure> build_figures(const StudyData& s, json& model) {
-  const json& defs = s.analysis.value("definitions", json());
-  const int64_t window = defs.is_object() && defs.value("loss_window", json()).is_number_integer()
-                             ? std::max<int64_t>(1, defs.at("loss_window").get<int64_t>())
-                             : 50;
+  const int64_t window = std::max<int64_t>(1, s.analysis.definitions.loss_window);
   std::vector<std::optional<Figure>> all = {
       loss_figure(s, window),         final_loss_figure(s),       episodes_figure(s),
       curvature_figure(s, false),     curvature_figure(s, true),  survival_figure(s),

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -204,6 +205,18 @@ TEST_F(ReportInput, OpTapsOfAFailedRunOrOfANonFiniteErrorAreNoPointOfTheFigures)
 // A key that the report reads, removed at each level of analysis.json: before the checked reads, each of
 // these was a const operator[] on a missing key (an assertion in a debug build, undefined behaviour in
 // a release build).
+// A JSON pointer as the declared types' key path: "/runs/0/episodes/0/entry_step" is
+// "runs[0].episodes[0].entry_step" (analysis_result.h's errors).
+std::string key_path(const std::string& pointer) {
+  std::string out;
+  for (size_t start = 1, slash; start <= pointer.size(); start = slash + 1) {
+    slash = std::min(pointer.find('/', start), pointer.size());
+    const std::string part = pointer.substr(start, slash - start);
+    out += std::isdigit(static_cast<unsigned char>(part[0])) ? "[" + part + "]" : (out.empty() ? "" : ".") + part;
+  }
+  return out;
+}
+
 TEST_F(ReportInput, AMissingKeyAtAnyLevelIsAOneLineErrorNamingTheFileAndTheKey) {
   const struct {
     const char* where;  // a JSON pointer to the object
@@ -216,7 +229,6 @@ TEST_F(ReportInput, AMissingKeyAtAnyLevelIsAOneLineErrorNamingTheFileAndTheKey) 
       {"/divergence/0/snapshots/1", "step"},        // a figure's series: a divergence curve's point
       {"/theory/points/0", "predicted"},            // a figure's series: a theory fit's point
       {"/comparisons/0", "b"},                      // a comparison (the verdict)
-      {"/comparisons/0/final_loss", "cliffs_delta"},  // a comparison's test (the verdict's sentence)
       {"/attribution/0", "verdict"},                // an attribution (the cause in the verdict)
       {"/groups/1/final_loss", "q3"},               // a group's summary (the final-loss figure)
   };
@@ -227,14 +239,23 @@ TEST_F(ReportInput, AMissingKeyAtAnyLevelIsAOneLineErrorNamingTheFileAndTheKey) 
       ASSERT_TRUE(parent.contains(c.key));
       parent.erase(c.key);
     });
-    expect_refused(study, study + "/analysis/analysis.json: not the analysis schema: key '" + std::string(c.key) +
-                              "' not found");
+    expect_refused(study, study + "/analysis/analysis.json: " + key_path(std::string(c.where) + "/" + c.key) + ": missing");
   }
+}
+
+// A key the types let a test without data leave out, missing from a test that has data: the report
+// cannot write its sentence, and says so in one line naming the file and the key.
+TEST_F(ReportInput, AnEstimateMissingFromADefinedTestIsAOneLineError) {
+  const std::string study = copy_with([](json& a) {
+    ASSERT_TRUE(a["comparisons"][0]["final_loss"]["defined"].get<bool>());
+    a["comparisons"][0]["final_loss"].erase("cliffs_delta");
+  });
+  expect_refused(study, study + "/analysis/analysis.json: not the analysis schema: key 'cliffs_delta' not found");
 }
 
 TEST_F(ReportInput, AKeyOfTheWrongTypeIsAOneLineErrorNamingTheFile) {
   const std::string study = copy_with([](json& a) { a["attribution"][0]["verdict"] = 7; });
-  expect_refused(study, study + "/analysis/analysis.json: not the analysis schema: type must be string, but is number");
+  expect_refused(study, study + "/analysis/analysis.json: attribution[0].verdict: expected a string, got 7");
 }
 
 // Every key of analysis.json, removed in turn (from every object that has it): the report is written,
