@@ -27,6 +27,8 @@ std::string esc(const std::string& s) {
   return out;
 }
 std::string esc(const json& v) { return esc(show(v)); }
+std::string esc(double v) { return esc(show(v)); }
+std::string esc(int64_t v) { return esc(show(v)); }
 
 // Markdown's `code` spans of an escaped text as <code> elements.
 std::string code_spans(const std::string& s) {
@@ -94,7 +96,7 @@ details summary { cursor: pointer; color: var(--muted); }
 )";
 
 struct Page {
-  const json& m;
+  const ReportModel& m;
   const std::map<std::string, std::string>& svgs;
   std::string out;
 
@@ -123,67 +125,61 @@ struct Page {
   }
 
   void figures(const std::string& section) {
-    for (const auto& f : m.at("figures")) {
-      if (f.at("section") != section) continue;
-      const std::string name = f.at("name");
+    for (const FigureEntry& f : m.figures) {
+      if (f.section != section) continue;
+      const std::string& name = f.name;
       auto it = svgs.find(name);
       add(fmt::format("<figure id=\"fig-{}\">\n", name));
       if (it != svgs.end()) add(inline_svg(it->second, name));
       add(
           fmt::format("<figcaption><strong>Figure {}. {}.</strong> {} Files: <a href=\"figures/{}.svg\">SVG</a>, "
                       "<a href=\"figures/{}.png\">PNG</a>, <a href=\"figures/{}.gp\">gnuplot script</a>",
-                      show(f.at("number")), esc(f.at("title").get<std::string>()),
-                      esc(f.at("caption").get<std::string>()), name, name, name));
-      for (size_t k = 3; k < f.at("files").size(); ++k)
-        add(fmt::format(", <a href=\"figures/{}\">data ({})</a>", esc(f.at("files").at(k).get<std::string>()),
-                        esc(f.at("files").at(k).get<std::string>())));
+                      show(f.number), esc(f.title), esc(f.caption), name, name, name));
+      for (size_t k = 3; k < f.files.size(); ++k)
+        add(fmt::format(", <a href=\"figures/{}\">data ({})</a>", esc(f.files[k]), esc(f.files[k])));
       add(".</figcaption>\n</figure>\n");
     }
   }
 
   bool has_figure(const std::string& section) const {
-    for (const auto& f : m.at("figures"))
-      if (f.at("section") == section) return true;
+    for (const FigureEntry& f : m.figures)
+      if (f.section == section) return true;
     return false;
   }
 
   void verdict() {
-    const json& v = m.at("verdict");
+    const VerdictModel& v = m.verdict;
     add("<section id=\"verdict\">\n<h2>1. Verdict</h2>\n");
-    p(esc(v.at("headline").get<std::string>()), "headline");
-    if (!m.at("warnings").empty()) {
+    p(esc(v.headline), "headline");
+    if (!m.warnings.empty()) {
       add("<div class=\"warnings\"><strong>This study is partial or has changed since its analysis:</strong><ul>\n");
-      for (const auto& w : m.at("warnings")) add("<li>" + esc(w.get<std::string>()) + "</li>\n");
+      for (const auto& w : m.warnings) add("<li>" + esc(w) + "</li>\n");
       add("</ul></div>\n");
     }
     add("<ul>\n");
-    for (const auto& s : v.at("sentences")) add("<li>" + esc(s.get<std::string>()) + "</li>\n");
+    for (const auto& s : v.sentences) add("<li>" + esc(s) + "</li>\n");
     add("</ul>\n");
-    if (v.at("comparisons").empty()) return add("</section>\n");
+    if (v.comparisons.empty()) return add("</section>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& c : v.at("comparisons")) {
-      const json& fl = c.at("final_loss");
-      const json& pw = c.at("power").at("final_loss");
-      const json& at = c.at("attribution");
-      std::string cause = esc(c.at("findings").at("cause"));
-      if (at.is_object() && at.at("op").is_string())
-        cause += " at " + esc(at.at("op")) + " " + esc(at.at("phase")) +
-                 (at.at("config").is_string() ? " (" + esc(at.at("config")) + ")" : "");
-      if (c.at("findings").at("cause") == "code") cause = "<span class=\"code\">" + cause + "</span>";
-      auto word = [&](const char* k) {
-        const std::string w = c.at("findings").at(k);
-        return w == "differs" ? "<span class=\"differs\">differs</span>" : esc(w);
-      };
-      const json& d = c.at("difference");
-      rows.push_back({esc(c.at("a")) + " vs " + esc(c.at("b")), word("final_loss"),
-                      esc(d.at("estimate")) + " <span class=\"note\">(" + esc(d.at("kind")) + ")</span>",
-                      "[" + esc(d.at("low")) + ", " + esc(d.at("high")) + "]",
-                      esc(field(fl, "cliffs_delta")) + " " + esc(field(fl, "magnitude")), esc(show_p(fl.at("p_holm"))),
-                      pw.at("detectable_shift_sd").is_number() ? esc(pw.at("detectable_shift_sd")) + " SD"
-                                                               : "none <span class=\"note\">(min p " + esc(show_p(pw.at("min_p"))) + ")</span>",
-                      word("escape"), esc(show_p(c.at("logrank").at("p_holm"))),
-                      word("time_in_saddle"), esc(show_p(c.at("time_in_saddle").at("p_holm"))),
-                      cause + (at.is_object() ? " <span class=\"note\">(" + esc(at.at("evidence")) + ")</span>" : "")});
+    for (const ComparisonModel& c : v.comparisons) {
+      const analysis::SampleTest& fl = c.final_loss;
+      const TestPower& pw = c.power.final_loss;
+      const auto& at = c.attribution;
+      std::string cause = esc(c.findings.cause);
+      if (at && at->op) cause += " at " + esc(*at->op) + " " + esc(at->phase.value_or("—")) + (at->config ? " (" + esc(*at->config) + ")" : "");
+      if (c.findings.cause == "code") cause = "<span class=\"code\">" + cause + "</span>";
+      auto word = [&](const std::string& w) { return w == "differs" ? "<span class=\"differs\">differs</span>" : esc(w); };
+      const Difference& d = c.difference;
+      rows.push_back({esc(c.a) + " vs " + esc(c.b), word(c.findings.final_loss),
+                      esc(d.estimate) + " <span class=\"note\">(" + esc(d.kind) + ")</span>",
+                      "[" + esc(d.low) + ", " + esc(d.high) + "]",
+                      esc(fl.cliffs_delta ? show(*fl.cliffs_delta) : show(json())) + " " + esc(fl.magnitude.value_or("—")),
+                      esc(show_p(fl.p_holm)),
+                      std::isfinite(pw.detectable_shift_sd) ? esc(pw.detectable_shift_sd) + " SD"
+                                                            : "none <span class=\"note\">(min p " + esc(show_p(pw.min_p)) + ")</span>",
+                      word(c.findings.escape), esc(show_p(c.logrank.p_holm)),
+                      word(c.findings.time_in_saddle), esc(show_p(c.time_in_saddle.p_holm)),
+                      cause + (at ? " <span class=\"note\">(" + esc(at->evidence) + ")</span>" : "")});
     }
     table({"a vs b", "final loss", "a − b", "95% CI", "Cliff's δ", "Holm p", "detectable shift", "escape",
            "log-rank Holm p", "time in saddle", "Holm p", "cause (evidence)"},
@@ -193,13 +189,13 @@ struct Page {
                   "the final-loss test would find with power 0.8 at α = {} with these numbers of runs (Noether's "
                   "approximation; — when no outcome could reach α). Escape: log-rank test of the escape-time survival "
                   "curves. Cause: the attribution of the first difference between paired runs (section 6).",
-                  esc(show(m.at("setup").at("definitions").value("level", json(0.95)))), esc(show(m.at("alpha")))),
+                  esc(show(m.setup.at("definitions").value("level", json(0.95)))), esc(m.alpha)),
       "note");
     add("</section>\n");
   }
 
   void setup() {
-    const json& s = m.at("setup");
+    const json& s = m.setup;
     add("<section id=\"setup\">\n<h2>2. Setup</h2>\n<h3>Study matrix</h3>\n");
     std::vector<std::string> head = {"config (group)"};
     for (const auto& k : s.at("axes")) head.push_back(esc(k.get<std::string>()));
@@ -260,7 +256,7 @@ struct Page {
   }
 
   void loss() {
-    const json& l = m.at("loss");
+    const json& l = m.loss;
     add("<section id=\"loss\">\n<h2>3. Loss</h2>\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& g : l.at("groups")) {
@@ -283,7 +279,7 @@ struct Page {
   }
 
   void saddles() {
-    const json& s = m.at("saddles");
+    const json& s = m.saddles;
     add("<section id=\"saddles\">\n<h2>4. Saddle episodes</h2>\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& g : s.at("groups")) {
@@ -329,7 +325,7 @@ struct Page {
   }
 
   void rounding() {
-    const json& r = m.at("rounding");
+    const json& r = m.rounding;
     add("<section id=\"rounding\">\n<h2>5. Rounding</h2>\n");
     if (r.at("groups").empty()) {
       p("No run of this study recorded op taps (the ops probe): there are no per-op rounding errors to show.", "note");
@@ -363,7 +359,7 @@ struct Page {
   }
 
   void divergence() {
-    const json& d = m.at("divergence");
+    const json& d = m.divergence;
     add("<section id=\"divergence\">\n<h2>6. Divergence and attribution</h2>\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& pr : d.at("pairs")) {
@@ -409,7 +405,7 @@ struct Page {
   }
 
   void symmetry() {
-    const json& s = m.at("symmetry");
+    const json& s = m.symmetry;
     add("<section id=\"symmetry\">\n<h2>7. Symmetry</h2>\n");
     if (s.at("runs").empty()) {
       p("No run of this study probed symmetry (the symmetry probe).", "note");
@@ -430,7 +426,7 @@ struct Page {
   }
 
   void invariance() {
-    const json& rows_in = m.at("invariance").at("rows");
+    const json& rows_in = m.invariance.at("rows");
     add("<section id=\"invariance\">\n<h2>8. Batch invariance</h2>\n");
     if (rows_in.empty()) {
       p("Not measured: <code>saddlescope invariance ... --json STUDY/invariance/MODEL-DEVICE-CONFIG.json</code> puts "
@@ -455,7 +451,7 @@ struct Page {
   }
 
   void noise_budget() {
-    const json& n = m.at("noise_budget");
+    const json& n = m.noise_budget;
     add("<section id=\"noise\">\n<h2>9. Noise budget</h2>\n");
     if (n.at("groups").empty()) {
       p("Not measured: the noise probe (<code>--probe noise</code>) measures, at its steps, the rounding of the "
@@ -485,9 +481,9 @@ struct Page {
 
 }  // namespace
 
-std::string render_html(const json& m, const std::map<std::string, std::string>& svgs) {
+std::string render_html(const ReportModel& m, const std::map<std::string, std::string>& svgs) {
   Page page{m, svgs, {}};
-  const std::string name = esc(m.at("study").get<std::string>());
+  const std::string name = esc(m.study);
   page.add(fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" "
                        "content=\"width=device-width, initial-scale=1\">\n<title>Saddle-point report: {}</title>\n"
                        "<style>{}</style>\n</head>\n<body>\n<header>\n<h1>Saddle-point report: {}</h1>\n",
@@ -495,8 +491,7 @@ std::string render_html(const json& m, const std::map<std::string, std::string>&
   page.p(fmt::format("{} runs ({} not in the statistics) · generated {} by saddlescope report from "
                      "<code>{}/analysis/analysis.json</code> · α = {} · also as <a href=\"report.md\">Markdown</a> "
                      "and <a href=\"report.json\">JSON</a>, every figure in <a href=\"figures/\">figures/</a>",
-                     show(m.at("n_runs")), show(m.at("n_skipped")), esc(m.at("generated")), esc(m.at("study_dir")),
-                     show(m.at("alpha"))),
+                     show(m.n_runs), show(m.n_skipped), esc(m.generated), esc(m.study_dir), show(m.alpha)),
          "meta");
   page.add("<nav><a href=\"#verdict\">1 Verdict</a><a href=\"#setup\">2 Setup</a><a href=\"#loss\">3 Loss</a>"
            "<a href=\"#saddles\">4 Saddles</a><a href=\"#rounding\">5 Rounding</a><a href=\"#divergence\">6 Divergence</a>"

@@ -2,6 +2,8 @@
 // numbers, and the figures linked as PNG (GitHub and most viewers show them inline).
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "model.h"
 
 namespace saddlescope::reports {
@@ -16,6 +18,8 @@ std::string cell(const std::string& s) {
   return out;
 }
 std::string cell(const json& v) { return cell(show(v)); }
+std::string cell(double v) { return cell(show(v)); }
+std::string cell(int64_t v) { return cell(show(v)); }
 
 std::string table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
   std::string s = "|";
@@ -31,57 +35,52 @@ std::string table(const std::vector<std::string>& head, const std::vector<std::v
   return s + "\n";
 }
 
-std::string figures(const json& m, const std::string& section) {
+std::string figures(const ReportModel& m, const std::string& section) {
   std::string s;
-  for (const auto& f : m.at("figures"))
-    if (f.at("section") == section)
+  for (const FigureEntry& f : m.figures)
+    if (f.section == section)
       s += fmt::format(
           "![Figure {}. {}](figures/{}.png)\n\n*Figure {}. {}.* {} ([SVG](figures/{}.svg), "
           "[data](figures/{}))\n\n",
-          show(f.at("number")), f.at("title").get<std::string>(), f.at("name").get<std::string>(), show(f.at("number")),
-          f.at("title").get<std::string>(), f.at("caption").get<std::string>(), f.at("name").get<std::string>(),
-          f.at("files").at(3).get<std::string>());
+          show(f.number), f.title, f.name, show(f.number), f.title, f.caption, f.name, f.files.at(3));
   return s;
 }
 
 }  // namespace
 
-std::string render_markdown(const json& m) {
+std::string render_markdown(const ReportModel& m) {
   std::string s = fmt::format(
       "# Saddle-point report: {}\n\n{} runs ({} not in the statistics), generated {} from "
       "`{}/analysis/analysis.json`; α = {}. The full report: `index.html`; every number: "
       "`report.json`.\n\n",
-      m.at("study").get<std::string>(), show(m.at("n_runs")), show(m.at("n_skipped")),
-      m.at("generated").get<std::string>(), m.at("study_dir").get<std::string>(), show(m.at("alpha")));
-  const json& v = m.at("verdict");
-  s += "## 1. Verdict\n\n**" + v.at("headline").get<std::string>() + "**\n\n";
-  if (!m.at("warnings").empty()) {
+      m.study, show(m.n_runs), show(m.n_skipped), m.generated, m.study_dir, show(m.alpha));
+  const VerdictModel& v = m.verdict;
+  s += "## 1. Verdict\n\n**" + v.headline + "**\n\n";
+  if (!m.warnings.empty()) {
     s += "Partial or changed since the analysis:\n\n";
-    for (const auto& w : m.at("warnings")) s += "- " + w.get<std::string>() + "\n";
+    for (const auto& w : m.warnings) s += "- " + w + "\n";
     s += "\n";
   }
-  for (const auto& t : v.at("sentences")) s += "- " + t.get<std::string>() + "\n";
+  for (const auto& t : v.sentences) s += "- " + t + "\n";
   s += "\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& c : v.at("comparisons")) {
-    const json& fl = c.at("final_loss");
-    const json& d = c.at("difference");
-    const json& pw = c.at("power").at("final_loss");
-    rows.push_back({cell(c.at("a")) + " vs " + cell(c.at("b")), cell(c.at("findings").at("final_loss")),
-                    cell(d.at("estimate")) + " (" + cell(d.at("kind")) + ")",
-                    "[" + cell(d.at("low")) + ", " + cell(d.at("high")) + "]",
-                    cell(field(fl, "cliffs_delta")), cell(show_p(fl.at("p_holm"))),
-                    pw.at("detectable_shift_sd").is_number() ? cell(pw.at("detectable_shift_sd")) + " SD"
-                                                             : "none (min p " + cell(show_p(pw.at("min_p"))) + ")",
-                    cell(c.at("findings").at("escape")), cell(show_p(c.at("logrank").at("p_holm"))),
-                    cell(c.at("findings").at("cause"))});
+  for (const ComparisonModel& c : v.comparisons) {
+    const analysis::SampleTest& fl = c.final_loss;
+    const Difference& d = c.difference;
+    const TestPower& pw = c.power.final_loss;
+    rows.push_back({cell(c.a) + " vs " + cell(c.b), cell(c.findings.final_loss),
+                    cell(d.estimate) + " (" + cell(d.kind) + ")", "[" + cell(d.low) + ", " + cell(d.high) + "]",
+                    fl.cliffs_delta ? cell(*fl.cliffs_delta) : cell(json()), cell(show_p(fl.p_holm)),
+                    std::isfinite(pw.detectable_shift_sd) ? cell(pw.detectable_shift_sd) + " SD"
+                                                          : "none (min p " + cell(show_p(pw.min_p)) + ")",
+                    cell(c.findings.escape), cell(show_p(c.logrank.p_holm)), cell(c.findings.cause)});
   }
   if (!rows.empty())
     s += table({"a vs b", "final loss", "a − b", "95% CI", "Cliff's δ", "Holm p", "detectable shift", "escape",
                 "log-rank Holm p", "cause"},
                rows);
 
-  const json& st = m.at("setup");
+  const json& st = m.setup;
   s += "## 2. Setup\n\n";
   rows.clear();
   for (const auto& r : st.at("runs"))
@@ -97,20 +96,20 @@ std::string render_markdown(const json& m) {
 
   s += "## 3. Loss\n\n";
   rows.clear();
-  for (const auto& g : m.at("loss").at("groups")) {
+  for (const auto& g : m.loss.at("groups")) {
     const json& f = g.at("final_loss");
     rows.push_back({cell(g.at("name")), cell(f.value("n", json())), cell(f.value("median", json())),
                     cell(f.value("q1", json())), cell(f.value("q3", json()))});
   }
   s += table({"config", "runs", "median final loss", "q1", "q3"}, rows);
-  for (const auto& r : m.at("loss").at("not_learning"))
+  for (const auto& r : m.loss.at("not_learning"))
     s += fmt::format("- **does not learn:** {} seed {}: evaluation MSE {} against the baseline's {}\n",
                      show(r.at("group")), show(r.at("seed")), show(r.at("eval_mse")), show(r.at("baseline_mse")));
   s += figures(m, "loss");
 
   s += "## 4. Saddle episodes\n\n";
   rows.clear();
-  for (const auto& g : m.at("saddles").at("groups"))
+  for (const auto& g : m.saddles.at("groups"))
     rows.push_back({cell(g.at("name")), cell(g.at("n_runs")), cell(g.at("n_with_episode")), cell(g.at("n_escaped")),
                     cell(g.at("n_censored")), cell(g.at("median_escape_steps")),
                     "[" + cell(g.at("median_escape_lower")) + ", " + cell(g.at("median_escape_upper")) + "]"});
@@ -118,8 +117,8 @@ std::string render_markdown(const json& m) {
   s += figures(m, "saddles");
 
   s += "## 5. Rounding\n\n";
-  for (const auto& c : m.at("rounding").at("zero_term_callouts")) s += "- **" + c.get<std::string>() + "**\n";
-  for (const auto& g : m.at("rounding").at("groups")) {
+  for (const auto& c : m.rounding.at("zero_term_callouts")) s += "- **" + c.get<std::string>() + "**\n";
+  for (const auto& g : m.rounding.at("groups")) {
     rows.clear();
     for (const auto& o : g.at("ops")) {
       const bool beyond = o.at("beyond").get<int64_t>() > 0;
@@ -130,12 +129,12 @@ std::string render_markdown(const json& m) {
     s += "### " + g.at("name").get<std::string>() + "\n\n" +
          table({"op", "phase", "samples", "median \\|ULP\\|", "max \\|ULP\\|", "beyond bound", "max error/bound"}, rows);
   }
-  if (m.at("rounding").at("groups").empty()) s += "No op taps recorded.\n\n";
+  if (m.rounding.at("groups").empty()) s += "No op taps recorded.\n\n";
   s += figures(m, "rounding");
 
   s += "## 6. Divergence and attribution\n\n";
   rows.clear();
-  for (const auto& a : m.at("divergence").at("attribution"))
+  for (const auto& a : m.divergence.at("attribution"))
     rows.push_back({cell(a.at("a")) + " vs " + cell(a.at("b")), cell(a.at("seed")), cell(a.at("verdict")),
                     cell(a.at("step")), cell(a.at("op")), cell(a.at("phase")), cell(a.at("config")),
                     cell(a.at("evidence"))});
@@ -144,7 +143,7 @@ std::string render_markdown(const json& m) {
 
   s += "## 7. Symmetry\n\n";
   rows.clear();
-  for (const auto& r : m.at("symmetry").at("runs"))
+  for (const auto& r : m.symmetry.at("runs"))
     for (const auto& l : r.at("layers"))
       rows.push_back({cell(r.at("group")), cell(r.at("seed")), cell(l.at("layer")), cell(l.at("identical_pairs_start")),
                       cell(l.at("identical_pairs_end")),
@@ -155,7 +154,7 @@ std::string render_markdown(const json& m) {
 
   s += "## 8. Batch invariance\n\n";
   rows.clear();
-  for (const auto& r : m.at("invariance").at("rows"))
+  for (const auto& r : m.invariance.at("rows"))
     rows.push_back({cell(r.at("model")), cell(r.at("device")), cell(r.at("config")), r.at("invariant") ? "yes" : "no",
                     cell(r.at("cases_equal")) + "/" + cell(r.at("cases")), cell(r.at("max_ulp")),
                     cell(r.at("max_relative")), cell(r.at("input_grad_max_relative")),
@@ -170,7 +169,7 @@ std::string render_markdown(const json& m) {
 
   s += "\n## 9. Noise budget\n\n";
   rows.clear();
-  const json& noise = m.at("noise_budget");
+  const json& noise = m.noise_budget;
   for (const auto& g : noise.at("groups"))
     rows.push_back({cell(g.at("group")), cell(g.at("rows")), cell(g.at("ratio").at("median")),
                     cell(g.at("ratio").at("min")) + " – " + cell(g.at("ratio").at("max")),

@@ -122,125 +122,116 @@ std::string finding(const analysis::LogRank& t, double alpha) {
 // What the test could have seen: the analysis's own `detectable` (at the α/m its Holm correction
 // applies, by simulation) when the analysis wrote one, else Noether's approximation at alpha for
 // analyses written before it.
-json power_of(const SampleTest& test, double alpha) {
+TestPower power_of(const SampleTest& test, double alpha) {
+  TestPower p;
+  p.n_a = test.n_a;
+  p.n_b = test.n_b;
   if (const auto& d = test.detectable) {
-    const bool paired = test.test == "wilcoxon_signed_rank";
-    return {{"n_a", test.n_a},
-            {"n_b", test.n_b},
-            {"pairs", paired && test.paired ? json(test.paired->n_pairs) : json(nullptr)},
-            {"alpha", number(d->alpha)},
-            {"after_holm", true},
-            {"power", number(d->power)},
-            {"min_p", number(d->min_p)},
-            {"n_needed", opt(d->n_needed)},
-            {"detectable_cliffs_delta", opt(d->cliffs_delta)},
-            {"detectable_shift_sd", number(d->shift_sd)},
-            {"sd_unit", d->sd_unit},
-            {"detectable_shift", number(d->shift)}};
+    if (test.test == "wilcoxon_signed_rank" && test.paired) p.pairs = test.paired->n_pairs;
+    p.alpha = d->alpha;
+    p.after_holm = true;
+    p.power = d->power;
+    p.min_p = d->min_p;
+    p.n_needed = d->n_needed;
+    p.detectable_cliffs_delta = d->cliffs_delta.value_or(NAN);
+    p.detectable_shift_sd = d->shift_sd;
+    p.sd_unit = d->sd_unit;
+    p.detectable_shift = d->shift;
+    return p;
   }
   const auto e = analysis::mann_whitney_detectable(test.n_a, test.n_b, alpha, 0.8);
-  return {{"n_a", test.n_a},
-          {"n_b", test.n_b},
-          {"pairs", nullptr},
-          {"alpha", alpha},
-          {"after_holm", false},
-          {"power", 0.8},
-          {"min_p", number(e.min_p)},
-          {"n_needed", nullptr},
-          {"detectable_cliffs_delta", number(e.cliffs_delta)},
-          {"detectable_shift_sd", number(e.shift_sd)},
-          {"sd_unit", "SD"},
-          {"detectable_shift", nullptr}};
+  p.alpha = alpha;
+  p.power = 0.8;
+  p.min_p = e.min_p;
+  p.detectable_cliffs_delta = e.cliffs_delta;
+  p.detectable_shift_sd = e.shift_sd;
+  p.sd_unit = "SD";
+  p.detectable_shift = NAN;
+  return p;
 }
 
 // One comparison's sentence-ready record: the analysis's numbers, the findings and the power.
-json comparison_model(const Comparison& c, const std::vector<AttributionResult>& attribution, double alpha) {
-  json out = {{"a", c.a},
-              {"b", c.b},
-              {"p_holm", number(c.p_holm)},
-              {"escape", encode(c.escape)},
-              {"logrank", encode(c.logrank)},
-              {"final_loss", encode(c.final_loss)},
-              {"time_in_saddle", encode(c.time_in_saddle)}};
-  out["findings"] = {
-      {"final_loss", finding(c.final_loss, alpha)},
-      {"time_in_saddle", finding(c.time_in_saddle, alpha)},
-      {"escape", finding(c.logrank, alpha)},
-  };
-  // The difference the tables show: the paired mean with its t interval in a paired design, else the
-  // difference in medians with its bootstrap interval.
+ComparisonModel comparison_model(const Comparison& c, const std::vector<AttributionResult>& attribution, double alpha) {
+  ComparisonModel m;
+  m.a = c.a;
+  m.b = c.b;
+  m.p_holm = c.p_holm;
+  m.escape = c.escape;
+  m.logrank = c.logrank;
+  m.final_loss = c.final_loss;
+  m.time_in_saddle = c.time_in_saddle;
+  m.findings = {finding(c.final_loss, alpha), finding(c.time_in_saddle, alpha), finding(c.logrank, alpha),
+                "not examined"};
   const SampleTest& fl = c.final_loss;
-  out["difference"] = fl.paired ? json{{"kind", "paired mean"}, {"estimate", number(fl.paired->mean_difference)},
-                                       {"low", number(fl.paired->t_ci_low)}, {"high", number(fl.paired->t_ci_high)}}
-                                 : json{{"kind", "median"}, {"estimate", opt(fl.median_difference)},
-                                        {"low", opt(fl.ci_low)}, {"high", opt(fl.ci_high)}};
-  out["power"] = {{"final_loss", power_of(c.final_loss, alpha)}, {"time_in_saddle", power_of(c.time_in_saddle, alpha)}};
-  out["attribution"] = nullptr;
-  out["findings"]["cause"] = "not examined";
+  m.difference = fl.paired ? Difference{"paired mean", fl.paired->mean_difference, fl.paired->t_ci_low, fl.paired->t_ci_high}
+                           : Difference{"median", fl.median_difference.value_or(NAN), fl.ci_low.value_or(NAN),
+                                        fl.ci_high.value_or(NAN)};
+  m.power = {power_of(c.final_loss, alpha), power_of(c.time_in_saddle, alpha)};
   for (const AttributionResult& a : attribution)
     if (a.a == c.a && a.b == c.b) {
-      AttributionResult copy = a;
-      copy.ops.clear();
-      json j = encode(copy);
-      j.erase("ops");
-      out["attribution"] = j;
-      out["findings"]["cause"] = a.verdict;
+      m.attribution = a;
+      m.attribution->ops.reset();
+      m.findings.cause = a.verdict;
     }
-  return out;
+  return m;
 }
 
-std::string comparison_sentence(const json& c) {
-  const json& f = c.at("findings");
-  std::string s = fmt::format("{} vs {}: ", c.at("a").get<std::string>(), c.at("b").get<std::string>());
-  const json& fl = c.at("final_loss");
-  if (f.at("final_loss") == "not testable") {
+// An estimate a defined test always has. Absent (a hand-edited analysis.json), it throws as the read of
+// a missing JSON key does, which write_report turns into one line naming analysis.json and the key.
+const std::optional<double>& required(const std::optional<double>& v, const char* key) {
+  if (!v) throw json::out_of_range::create(403, fmt::format("key '{}' not found", key), nullptr);
+  return v;
+}
+
+std::string comparison_sentence(const ComparisonModel& c) {
+  const Findings& f = c.findings;
+  std::string s = fmt::format("{} vs {}: ", c.a, c.b);
+  const SampleTest& fl = c.final_loss;
+  auto opt_show = [](const std::optional<double>& v) { return v ? show(*v) : show(json()); };
+  if (f.final_loss == "not testable") {
     s += "final loss not testable";
   } else {
-    const json& paired = field(fl, "paired");
-    if (paired.is_object())
+    if (const auto& paired = fl.paired)
       s += fmt::format("final loss {} (paired over {} seeds: mean difference {} [{}, {}], relative {} [{}, {}]; "
                        "Wilcoxon signed-rank Holm p {}; unpaired Cliff's δ {})",
-                       f.at("final_loss").get<std::string>(), show(paired.at("n_pairs")), show(paired.at("mean_difference")),
-                       show(paired.at("t_ci_low")), show(paired.at("t_ci_high")), show_percent(paired.at("relative_mean_difference")),
-                       show_percent(paired.at("relative_t_ci_low")), show_percent(paired.at("relative_t_ci_high")),
-                       show_p(fl.at("p_holm")), show(fl.at("cliffs_delta")));
+                       f.final_loss, show(paired->n_pairs), show(paired->mean_difference), show(paired->t_ci_low),
+                       show(paired->t_ci_high), show_percent(paired->relative_mean_difference),
+                       show_percent(paired->relative_t_ci_low), show_percent(paired->relative_t_ci_high),
+                       show_p(fl.p_holm), opt_show(required(fl.cliffs_delta, "cliffs_delta")));
     else
-      s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})",
-                       f.at("final_loss").get<std::string>(), show(fl.at("median_difference")), show(fl.at("ci_low")),
-                       show(fl.at("ci_high")), show(fl.at("cliffs_delta")), show_p(fl.at("p_holm")));
-    const json& pw = c.at("power").at("final_loss");
-    if (f.at("final_loss") != "differs") {
-      const std::string sizes = pw.at("pairs").is_number() ? fmt::format("{} pairs", show(pw.at("pairs")))
-                                                            : fmt::format("{} vs {} runs", show(pw.at("n_a")), show(pw.at("n_b")));
-      const std::string level = pw.at("after_holm").get<bool>() ? fmt::format("α = {} (Holm's threshold for the smallest p)", show(pw.at("alpha")))
-                                                                 : fmt::format("α = {}", show(pw.at("alpha")));
-      if (pw.at("detectable_shift_sd").is_number())
+      s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})", f.final_loss,
+                       opt_show(required(fl.median_difference, "median_difference")),
+                       opt_show(required(fl.ci_low, "ci_low")), opt_show(required(fl.ci_high, "ci_high")),
+                       opt_show(required(fl.cliffs_delta, "cliffs_delta")), show_p(fl.p_holm));
+    const TestPower& pw = c.power.final_loss;
+    if (f.final_loss != "differs") {
+      const std::string sizes = pw.pairs ? fmt::format("{} pairs", show(*pw.pairs))
+                                         : fmt::format("{} vs {} runs", show(pw.n_a), show(pw.n_b));
+      const std::string level = pw.after_holm ? fmt::format("α = {} (Holm's threshold for the smallest p)", show(pw.alpha))
+                                              : fmt::format("α = {}", show(pw.alpha));
+      if (std::isfinite(pw.detectable_shift_sd))
         s += fmt::format(", though with {} only a shift of {} {}{} was detectable at power {} and {}", sizes,
-                         show(pw.at("detectable_shift_sd")), pw.at("sd_unit").get<std::string>(),
-                         pw.at("detectable_shift").is_number() ? " (" + show(pw.at("detectable_shift")) + " in loss)" : "",
-                         show(pw.at("power")), level);
+                         show(pw.detectable_shift_sd), pw.sd_unit,
+                         std::isfinite(pw.detectable_shift) ? " (" + show(pw.detectable_shift) + " in loss)" : "",
+                         show(pw.power), level);
       else
         s += fmt::format(", and with {} no effect could have reached {} (smallest possible p {}{})", sizes, level,
-                         show_p(pw.at("min_p")),
-                         pw.at("n_needed").is_number() ? "; needs " + show(pw.at("n_needed")) + (pw.at("pairs").is_number() ? " pairs" : " runs per group") : "");
+                         show_p(pw.min_p),
+                         pw.n_needed ? "; needs " + show(*pw.n_needed) + (pw.pairs ? " pairs" : " runs per group") : "");
     }
   }
-  const json& lr = c.at("logrank");
-  if (f.at("escape") == "not testable") s += "; escape not testable (no escape times to compare)";
-  else s += fmt::format("; escape {} (log-rank Holm p {})", f.at("escape").get<std::string>(), show_p(lr.at("p_holm")));
-  const json& at = c.at("attribution");
-  if (at.is_object()) {
-    const std::string v = at.at("verdict").is_string() ? at.at("verdict").get<std::string>() : "none";
+  if (f.escape == "not testable") s += "; escape not testable (no escape times to compare)";
+  else s += fmt::format("; escape {} (log-rank Holm p {})", f.escape, show_p(c.logrank.p_holm));
+  if (const auto& at = c.attribution) {
+    const std::string& v = at->verdict;
+    const std::string step = at->step ? show(*at->step) : show(json());
     if (v == "identical") s += "; the paired runs are bitwise identical";
     else if (v == "rounding")
       s += fmt::format("; their runs differ only within float32's rounding bound (first at {} {}, step {})",
-                       at.at("op").is_string() ? at.at("op").get<std::string>() : "?",
-                       at.at("phase").is_string() ? at.at("phase").get<std::string>() : "", show(at.at("step")));
+                       at->op.value_or("?"), at->phase.value_or(""), step);
     else if (v == "code")
       s += fmt::format("; their runs differ by a code-path difference at {} {} in {} (step {}), beyond rounding",
-                       at.at("op").is_string() ? at.at("op").get<std::string>() : "?",
-                       at.at("phase").is_string() ? at.at("phase").get<std::string>() : "",
-                       at.at("config").is_string() ? at.at("config").get<std::string>() : "?", show(at.at("step")));
+                       at->op.value_or("?"), at->phase.value_or(""), at->config.value_or("?"), step);
     else if (v == "undetermined")
       s += "; their runs differ, but every sampled op agrees on identical inputs (the cause lies outside the sampled ops)";
     else s += "; what makes their runs differ could not be examined";
@@ -248,31 +239,29 @@ std::string comparison_sentence(const json& c) {
   return s + ".";
 }
 
-json verdict_model(const StudyData& study, double alpha) {
-  json comparisons = json::array();
-  std::vector<std::string> sentences;
-  int differ = 0, too_few = 0;
-  std::map<std::string, int> causes;
+VerdictModel verdict_model(const StudyData& study, double alpha) {
+  VerdictModel v;
+  int64_t differ = 0, too_few = 0;
   for (const Comparison& c : study.analysis.comparisons) {
-    json m = comparison_model(c, study.analysis.attribution, alpha);
-    const json& f = m["findings"];
-    if (f.at("final_loss") == "differs" || f.at("escape") == "differs" || f.at("time_in_saddle") == "differs") ++differ;
-    else if (f.at("final_loss") == "too few runs to tell") ++too_few;
-    ++causes[f.at("cause").get<std::string>()];
-    m["sentence"] = comparison_sentence(m);
-    sentences.push_back(m["sentence"]);
-    comparisons.push_back(std::move(m));
+    ComparisonModel m = comparison_model(c, study.analysis.attribution, alpha);
+    const Findings& f = m.findings;
+    if (f.final_loss == "differs" || f.escape == "differs" || f.time_in_saddle == "differs") ++differ;
+    else if (f.final_loss == "too few runs to tell") ++too_few;
+    ++v.counts.causes[f.cause];
+    m.sentence = comparison_sentence(m);
+    v.sentences.push_back(m.sentence);
+    v.comparisons.push_back(std::move(m));
   }
-  const size_t n = comparisons.size();
-  std::string headline;
+  const size_t n = v.comparisons.size();
+  auto& causes = v.counts.causes;
   if (n == 0) {
-    headline = "No comparison: the analysis found fewer than two groups of analysable runs.";
+    v.headline = "No comparison: the analysis found fewer than two groups of analysable runs.";
   } else {
-    headline = fmt::format("{} of {} comparison{} show{} a difference in final loss, time in saddle or escape at "
-                           "Holm-adjusted α = {}",
-                           differ, n, n == 1 ? "" : "s", differ == 1 ? "s" : "", show(json(alpha)));
+    v.headline = fmt::format("{} of {} comparison{} show{} a difference in final loss, time in saddle or escape at "
+                             "Holm-adjusted α = {}",
+                             differ, n, n == 1 ? "" : "s", differ == 1 ? "s" : "", show(alpha));
     if (too_few > 0)
-      headline += fmt::format("; {} of the others had too few runs for any difference to reach significance", too_few);
+      v.headline += fmt::format("; {} of the others had too few runs for any difference to reach significance", too_few);
     std::string why;
     for (const char* k : {"code", "rounding", "undetermined", "identical", "not examined", "none"})
       if (causes.count(k))
@@ -282,11 +271,12 @@ json verdict_model(const StudyData& study, double alpha) {
                            : std::string(k) == "identical" ? "bitwise identical"
                            : std::string(k) == "undetermined" ? "differing for a cause outside the sampled ops"
                                                                : "not examined");
-    headline += ". Paired runs of the compared configs: " + why + ".";
+    v.headline += ". Paired runs of the compared configs: " + why + ".";
   }
-  json counts = {{"comparisons", n}, {"differ", differ}, {"too_few_runs", too_few}, {"causes", causes}};
-  return {{"headline", headline}, {"sentences", sentences}, {"comparisons", comparisons},
-          {"counts", counts}};
+  v.counts.comparisons = static_cast<int64_t>(n);
+  v.counts.differ = differ;
+  v.counts.too_few_runs = too_few;
+  return v;
 }
 
 json setup_model(const StudyData& study) {
@@ -476,6 +466,20 @@ json symmetry_model(const StudyData& study) {
 
 std::string run_label(const RunResult& run) { return fmt::format("{} s{}", run.group.value_or("?"), run.seed); }
 
+std::string show(double v) {
+  if (!std::isfinite(v)) return "—";
+  return v == 0 ? "0" : fmt::format("{:.4g}", v);
+}
+
+std::string show(int64_t v) { return std::to_string(v); }
+
+std::string show_percent(double v) { return std::isfinite(v) ? fmt::format("{:+.3g}%", 100 * v) : "—"; }
+
+std::string show_p(double p) {
+  if (!std::isfinite(p)) return "—";
+  return p < 1e-4 ? "< 0.0001" : fmt::format("{:.4f}", p);
+}
+
 std::string show(const json& v) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   if (v.is_number()) {
@@ -553,26 +557,26 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
   return s;
 }
 
-json build_model(const StudyData& study) {
+ReportModel build_model(const StudyData& study) {
   const double level = std::isnan(study.analysis.definitions.level) ? 0.95 : study.analysis.definitions.level;
   const double alpha = std::round((1 - level) * 1e12) / 1e12;
-  return {{"schema_version", 1},
-          {"study", study.name},
-          {"study_dir", study.dir},
-          {"generated", store::utc_now()},
-          {"alpha", alpha},
-          {"warnings", study.warnings},
-          {"n_runs", study.analysis.n_runs},
-          {"n_skipped", study.analysis.n_skipped},
-          {"verdict", verdict_model(study, alpha)},
-          {"setup", setup_model(study)},
-          {"loss", loss_model(study)},
-          {"saddles", saddles_model(study)},
-          {"rounding", rounding_model(study)},
-          {"divergence", divergence_model(study)},
-          {"symmetry", symmetry_model(study)},
-          {"noise_budget", noise_model(study)},
-          {"figures", json::array()}};
+  ReportModel m;
+  m.study = study.name;
+  m.study_dir = study.dir;
+  m.generated = store::utc_now();
+  m.alpha = alpha;
+  m.warnings = study.warnings;
+  m.n_runs = study.analysis.n_runs;
+  m.n_skipped = study.analysis.n_skipped;
+  m.verdict = verdict_model(study, alpha);
+  m.setup = setup_model(study);
+  m.loss = loss_model(study);
+  m.saddles = saddles_model(study);
+  m.rounding = rounding_model(study);
+  m.divergence = divergence_model(study);
+  m.symmetry = symmetry_model(study);
+  m.noise_budget = noise_model(study);
+  return m;
 }
 
 }  // namespace saddlescope::reports

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figure.h"
+#include "report_model.h"
 #include "saddlescope/analysis/analysis_result.h"
 #include "saddlescope/base/status.h"
 #include "saddlescope/reports/invariance.h"
@@ -49,12 +50,12 @@ struct StudyData {
 Result<StudyData> load_study(const std::string& dir, const ReportOptions& options);
 
 // report.json: the verdict, setup, and per section every number the report shows; numbers taken from
-// the analysis are copied verbatim.
-nlohmann::json build_model(const StudyData& study);
+// the analysis are copied verbatim. Its invariance section and figures are added by write_report.
+ReportModel build_model(const StudyData& study);
 
 // The figures the study's data allow, in report order; sections without data get none (the model says
-// why). Their names and captions are added to model["figures"].
-std::vector<Figure> build_figures(const StudyData& study, nlohmann::json& model);
+// why). Their names and captions are added to model.figures.
+std::vector<Figure> build_figures(const StudyData& study, ReportModel& model);
 
 // The report's batch-invariance section: the rows of <study>/invariance/*.json (`saddlescope invariance
 // --json`), in file-name order; empty when the study has none. Errors name the file that does not read.
@@ -63,9 +64,9 @@ Result<nlohmann::json> invariance_model(const std::string& study_dir);
 nlohmann::json invariance_rows(const std::vector<InvarianceRow>& rows);
 
 // index.html: one self-contained page. `svgs`: figure name -> its SVG document as gnuplot wrote it.
-std::string render_html(const nlohmann::json& model, const std::map<std::string, std::string>& svgs);
+std::string render_html(const ReportModel& model, const std::map<std::string, std::string>& svgs);
 // report.md: the same content for terminals, figures linked as PNG.
-std::string render_markdown(const nlohmann::json& model);
+std::string render_markdown(const ReportModel& model);
 
 // How the report reads the model built from the analysis (report.json): a key the model always has is
 // read with at(); one it has only sometimes with field() (`j[key]`, or null when `j` is not an object or
@@ -76,11 +77,16 @@ using store::field;
 // "cpu-t1 s3": a run's group and seed ("?" for a run without a group).
 std::string run_label(const analysis::RunResult& run);
 
-// A number as the report prints it: 4 significant digits, "—" for null.
+// A number as the report prints it: 4 significant digits, "—" for null (NaN, ±inf: what report.json
+// holds as null); integers whole, strings as they are, booleans yes/no.
 std::string show(const nlohmann::json& v);
+std::string show(double v);
+std::string show(int64_t v);
 // A p-value: 4 decimals, "< 0.0001" below that, "—" for null.
 std::string show_p(const nlohmann::json& v);
+std::string show_p(double p);
 // A fraction as a signed percentage, 3 significant digits ("+0.125%"); "—" when not a number.
 std::string show_percent(const nlohmann::json& v);
+std::string show_percent(double v);
 
 }  // namespace saddlescope::reports

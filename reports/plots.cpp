@@ -617,7 +617,7 @@ std::optional<Figure> noise_figure(const StudyData& s) {
 
 }  // namespace
 
-std::vector<Figure> build_figures(const StudyData& s, json& model) {
+std::vector<Figure> build_figures(const StudyData& s, ReportModel& model) {
   const int64_t window = std::max<int64_t>(1, s.analysis.definitions.loss_window);
   std::vector<std::optional<Figure>> all = {
       loss_figure(s, window),         final_loss_figure(s),       episodes_figure(s),
@@ -628,10 +628,10 @@ std::vector<Figure> build_figures(const StudyData& s, json& model) {
   std::vector<Figure> out;
   for (auto& f : all) {
     if (!f) continue;
-    model["figures"].push_back({{"name", f->name}, {"section", f->section}, {"number", out.size() + 1},
-                                {"title", f->title}, {"caption", f->caption},
-                                {"files", {f->name + ".svg", f->name + ".png", f->name + ".gp"}}});
-    for (const auto& d : f->data) model["figures"].back()["files"].push_back(f->name + d.first + ".csv");
+    FigureEntry e{f->name, f->section, static_cast<int64_t>(out.size() + 1), f->title, f->caption,
+                  {f->name + ".svg", f->name + ".png", f->name + ".gp"}};
+    for (const auto& d : f->data) e.files.push_back(f->name + d.first + ".csv");
+    model.figures.push_back(std::move(e));
     out.push_back(std::move(*f));
   }
   return out;

@@ -21,10 +21,10 @@ namespace {
 Result<ReportResult> write_report_or_throw(const std::string& study_dir, const ReportOptions& options) {
   auto study = load_study(study_dir, options);
   if (!study) return study.status();
-  nlohmann::json model = build_model(*study);
+  ReportModel model = build_model(*study);
   auto invariance = invariance_model(study_dir);
   if (!invariance) return invariance.status();
-  model["invariance"] = std::move(*invariance);
+  model.invariance = std::move(*invariance);
   std::vector<Figure> figures = build_figures(*study, model);
 
   auto dir = store::AtomicDir::begin(study_dir + "/report");
@@ -49,7 +49,7 @@ Result<ReportResult> write_report_or_throw(const std::string& study_dir, const R
   // Invalid UTF-8 from a run's files (a layer name in symmetry.csv) as U+FFFD, as in analysis.json.
   if (st.ok())
     st = store::write_file_atomic(dir->path() + "/report.json",
-                                  model.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+                                  store::encode(model).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (st.ok()) st = store::write_file_atomic(dir->path() + "/report.md", render_markdown(model));
   if (st.ok()) st = store::write_file_atomic(dir->path() + "/index.html", render_html(model, svgs));
   if (st.ok()) st = dir->commit();

@@ -362,7 +362,7 @@ struct AttributionResult {
   std::string evidence;  // bitwise | replay | recorded | none
   std::string reason;
   std::optional<int64_t> unmatched_rows;
-  std::vector<OpVerdict> ops;
+  std::optional<std::vector<OpVerdict>> ops;  // always written by the analysis; the report's copy leaves it out
   std::optional<Detection> detection;
   static auto json_keys() {
     using T = AttributionResult;
@@ -370,7 +370,7 @@ struct AttributionResult {
                            key("run_b", &T::run_b), key("verdict", &T::verdict), key("step", &T::step),
                            key("op", &T::op), key("phase", &T::phase), key("config", &T::config),
                            key("evidence", &T::evidence), key("reason", &T::reason),
-                           omitted("unmatched_rows", &T::unmatched_rows), key("ops", &T::ops),
+                           omitted("unmatched_rows", &T::unmatched_rows), omitted("ops", &T::ops),
                            omitted("detection", &T::detection));
   }
 };
