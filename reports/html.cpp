@@ -2,6 +2,7 @@
 // ids prefixed, so that several figures' markers do not collide), no script and no external reference,
 // so that it opens offline, prints, and can be mailed as one file.
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -29,6 +30,12 @@ std::string esc(const std::string& s) {
 std::string esc(const json& v) { return esc(show(v)); }
 std::string esc(double v) { return esc(show(v)); }
 std::string esc(int64_t v) { return esc(show(v)); }
+template <class T>
+std::string esc(const std::optional<T>& v) {  // "—" when empty
+  return v ? esc(*v) : esc(json());
+}
+// A config value as the tables show it: a string as it is, anything else as JSON.
+std::string esc_value(const json& v) { return esc(v.is_string() ? v.get<std::string>() : v.dump()); }
 
 // Markdown's `code` spans of an escaped text as <code> elements.
 std::string code_spans(const std::string& s) {
@@ -189,89 +196,82 @@ struct Page {
                   "the final-loss test would find with power 0.8 at α = {} with these numbers of runs (Noether's "
                   "approximation; — when no outcome could reach α). Escape: log-rank test of the escape-time survival "
                   "curves. Cause: the attribution of the first difference between paired runs (section 6).",
-                  esc(show(m.setup.at("definitions").value("level", json(0.95)))), esc(m.alpha)),
+                  esc(m.setup.definitions.level), esc(m.alpha)),
       "note");
     add("</section>\n");
   }
 
   void setup() {
-    const json& s = m.setup;
+    const SetupModel& s = m.setup;
     add("<section id=\"setup\">\n<h2>2. Setup</h2>\n<h3>Study matrix</h3>\n");
     std::vector<std::string> head = {"config (group)"};
-    for (const auto& k : s.at("axes")) head.push_back(esc(k.get<std::string>()));
+    for (const auto& k : s.axes) head.push_back(esc(k));
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : s.at("groups")) {
-      std::vector<std::string> r = {esc(g.at("name"))};
-      for (const auto& k : s.at("axes")) {
-        const json v = g.at("config").value(k.get<std::string>(), json());
-        r.push_back(esc(v.is_string() ? v.get<std::string>() : v.dump()));
+    for (const SetupGroup& g : s.groups) {
+      std::vector<std::string> r = {esc(g.name)};
+      for (const auto& k : s.axes) {
+        auto it = g.config.find(k);
+        r.push_back(esc_value(it == g.config.end() ? json() : it->second));
       }
       rows.push_back(r);
     }
     table(head, rows);
     rows.clear();
     std::vector<std::string> classes;
-    for (const auto& r : s.at("runs")) {
-      rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(r.at("run_id")), esc(r.at("status")),
-                      r.at("analysed").get<bool>() ? "yes" : "no", esc(r.at("steps_completed")),
-                      esc(r.at("note").get<std::string>())});
-      classes.push_back(r.at("analysed").get<bool>() && r.at("note").get<std::string>().empty() ? "" : "failed");
+    for (const SetupRun& r : s.runs) {
+      rows.push_back({esc(r.group), esc(r.seed), esc(r.run_id), esc(r.status), r.analysed ? "yes" : "no",
+                      esc(r.steps_completed), esc(r.note)});
+      classes.push_back(r.analysed && r.note.empty() ? "" : "failed");
     }
-    for (const auto& r : s.at("not_run")) {
-      rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(r.at("run_id")), esc(r.at("state")), "no", "—",
-                      esc(r.at("note").get<std::string>())});
+    for (const NotRun& r : s.not_run) {
+      rows.push_back({esc(r.group), esc(r.seed), esc(r.run_id), esc(r.state), "no", "—", esc(r.note)});
       classes.push_back("failed");
     }
     add("<h3>Runs</h3>\n");
     table({"config", "seed", "run", "status", "analysed", "steps", "note"}, rows, classes);
-    if (!s.at("common").empty()) {
+    if (!s.common.empty()) {
       add("<details><summary>Settings common to every config</summary>\n");
       rows.clear();
-      for (auto it = s.at("common").begin(); it != s.at("common").end(); ++it)
-        rows.push_back({esc(it.key()), esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump())});
+      for (const auto& [k, v] : s.common) rows.push_back({esc(k), esc_value(v)});
       table({"key", "value"}, rows);
       add("</details>\n");
     }
     add("<h3>Machines</h3>\n");
-    if (s.at("machines").empty()) p("No run directory could be read: no fingerprint.", "note");
+    if (s.machines.empty()) p("No run directory could be read: no fingerprint.", "note");
     int n = 0;
-    for (const auto& mc : s.at("machines")) {
+    for (const Machine& mc : s.machines) {
       std::string groups;
-      for (const auto& g : mc.at("groups")) groups += (groups.empty() ? "" : ", ") + esc(g);
-      p(fmt::format("<strong>Machine {}</strong>: {} — {} runs ({})", ++n, esc(mc.at("summary").get<std::string>()),
-                    show(mc.at("runs")), groups));
+      for (const auto& g : mc.groups) groups += (groups.empty() ? "" : ", ") + esc(g);
+      p(fmt::format("<strong>Machine {}</strong>: {} — {} runs ({})", ++n, esc(mc.summary), show(mc.runs), groups));
       rows.clear();
-      for (auto it = mc.at("flat").begin(); it != mc.at("flat").end(); ++it)
-        rows.push_back({esc(it.key()), esc(it.value().get<std::string>())});
+      for (const auto& [k, v] : mc.flat) rows.push_back({esc(k), esc(v)});
       add("<details><summary>Environment fingerprint</summary>\n");
       table({"key", "value"}, rows);
       add("</details>\n");
     }
     add("<details><summary>Definitions and options of the analysis</summary>\n");
     rows.clear();
-    for (auto it = s.at("definitions").begin(); it != s.at("definitions").end(); ++it)
-      rows.push_back({esc(it.key()), esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump())});
+    const json definitions = store::encode(s.definitions);
+    for (const auto& [k, v] : definitions.items()) rows.push_back({esc(k), esc_value(v)});
     table({"definition", "value"}, rows);
     add("</details>\n</section>\n");
   }
 
   void loss() {
-    const json& l = m.loss;
+    const LossModel& l = m.loss;
     add("<section id=\"loss\">\n<h2>3. Loss</h2>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : l.at("groups")) {
-      const json& f = g.at("final_loss");
-      rows.push_back({esc(g.at("name")), esc(f.value("n", json())), esc(f.value("median", json())),
-                      esc(f.value("q1", json())), esc(f.value("q3", json())), esc(f.value("min", json())),
-                      esc(f.value("max", json()))});
+    for (const LossGroup& g : l.groups) {
+      const analysis::Summary& f = g.final_loss;
+      rows.push_back({esc(g.name), esc(f.n), esc(f.median), esc(f.q1), esc(f.q3), esc(f.min), esc(f.max)});
     }
     table({"config", "runs", "median final loss", "q1", "q3", "min", "max"}, rows);
-    if (!l.at("not_learning").empty()) {
+    if (!l.not_learning.empty()) {
       add("<div class=\"callouts\"><strong>Runs that do not learn</strong> (evaluation error not below the trivial "
           "baseline's; they are in the statistics, and flagged here):<ul>\n");
-      for (const auto& r : l.at("not_learning"))
-        add(fmt::format("<li>{} seed {} ({}): evaluation MSE {} against the baseline's {}</li>\n", esc(r.at("group")),
-                        esc(r.at("seed")), esc(r.at("run_id")), esc(r.at("eval_mse")), esc(r.at("baseline_mse"))));
+      for (const NotLearning& r : l.not_learning)
+        add(fmt::format("<li>{} seed {} ({}): evaluation MSE {} against the baseline's {}</li>\n", esc(r.group),
+                        esc(r.seed), esc(r.run_id), esc(r.eval_mse), esc(r.baseline_mse)));
       add("</ul></div>\n");
     }
     figures("loss");
@@ -279,41 +279,34 @@ struct Page {
   }
 
   void saddles() {
-    const json& s = m.saddles;
+    const SaddlesModel& s = m.saddles;
     add("<section id=\"saddles\">\n<h2>4. Saddle episodes</h2>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : s.at("groups")) {
-      const json& t = g.value("time_in_saddle", json::object());
-      rows.push_back({esc(g.at("name")), esc(g.at("n_runs")), esc(g.at("n_with_curvature")),
-                      esc(g.at("n_with_episode")), esc(g.at("n_escaped")), esc(g.at("n_censored")),
-                      esc(g.at("median_escape_steps")),
-                      "[" + esc(g.at("median_escape_lower")) + ", " + esc(g.at("median_escape_upper")) + "]",
-                      esc(t.value("median", json()))});
-    }
+    for (const analysis::GroupResult& g : s.groups)
+      rows.push_back({esc(g.name), esc(g.n_runs), esc(g.n_with_curvature), esc(g.n_with_episode), esc(g.n_escaped),
+                      esc(g.n_censored), esc(g.median_escape_steps),
+                      "[" + esc(g.median_escape_lower) + ", " + esc(g.median_escape_upper) + "]",
+                      esc(g.time_in_saddle.median)});
     table({"config", "runs", "with curvature", "with an episode", "escaped", "censored", "median escape (steps)", "CI",
            "median time in saddle"},
           rows);
-    if (s.at("n_episodes").get<int64_t>() == 0)
+    if (s.n_episodes == 0)
       p("No saddle episode was found in any run at the curvature probe's cadence (see the definitions in section 2): "
         "there is no escape time to compare, and the escape tests are not testable.", "note");
     figures("saddles");
-    const json& th = s.at("theory");
-    if (th.is_object())
-      p(th.at("slope").is_number()
-            ? fmt::format("Theory fit ({}): observed = {} + {} × predicted, slope standard error {}, R² {}, n = {}.",
-                          esc(th.value("scope", json())), esc(th.at("intercept")), esc(th.at("slope")),
-                          esc(th.value("slope_std_error", json())), esc(th.at("r2")), esc(th.at("n")))
-            : "Theory fit: " + esc(th.value("note", json("none"))) + ".",
-        "note");
+    const analysis::Theory& th = s.theory;
+    p(!std::isnan(th.slope)
+          ? fmt::format("Theory fit ({}): observed = {} + {} × predicted, slope standard error {}, R² {}, n = {}.",
+                        esc(th.scope), esc(th.intercept), esc(th.slope), esc(th.slope_std_error), esc(th.r2), esc(th.n))
+          : "Theory fit: " + esc(th.note.value_or("none")) + ".",
+      "note");
     rows.clear();
-    for (const auto& r : s.at("runs"))
-      if (r.value("episodes", json()).is_array())
-        for (const auto& e : r.at("episodes"))
-          rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(e.at("entry_step")), esc(e.at("exit_step")),
-                          e.value("censored", false) ? "censored" : esc(e.value("exit_rule", json())),
-                          esc(e.at("escape_steps")), esc(e.at("lambda_min_entry")), esc(e.at("lambda_max_entry")),
-                          esc(e.at("grad_norm_entry")),
-                          esc(e.value("theory", json::object()).value("predicted_escape_steps", json()))});
+    for (const SaddleRun& r : s.runs)
+      if (r.episodes)
+        for (const analysis::EpisodeResult& e : *r.episodes)
+          rows.push_back({esc(r.group), esc(r.seed), esc(e.entry_step), esc(e.exit_step),
+                          e.censored ? "censored" : esc(e.exit_rule), esc(e.escape_steps), esc(e.lambda_min_entry),
+                          esc(e.lambda_max_entry), esc(e.grad_norm_entry), esc(e.theory.predicted_escape_steps)});
     if (!rows.empty()) {
       add("<details><summary>Every episode</summary>\n");
       table({"config", "seed", "entry", "exit", "exit rule", "escape steps", "λmin at entry", "λmax at entry", "‖g‖ at entry",
@@ -325,28 +318,27 @@ struct Page {
   }
 
   void rounding() {
-    const json& r = m.rounding;
+    const RoundingModel& r = m.rounding;
     add("<section id=\"rounding\">\n<h2>5. Rounding</h2>\n");
-    if (r.at("groups").empty()) {
+    if (r.groups.empty()) {
       p("No run of this study recorded op taps (the ops probe): there are no per-op rounding errors to show.", "note");
       return add("</section>\n");
     }
-    if (!r.at("zero_term_callouts").empty()) {
+    if (!r.zero_term_callouts.empty()) {
       add("<div class=\"callouts\"><strong>Nonzero results from all-zero terms:</strong><ul>\n");
-      for (const auto& c : r.at("zero_term_callouts")) add("<li>" + esc(c.get<std::string>()) + "</li>\n");
+      for (const auto& c : r.zero_term_callouts) add("<li>" + esc(c) + "</li>\n");
       add("</ul></div>\n");
     }
-    for (const auto& g : r.at("groups")) {
-      add(fmt::format("<h3>{} <span class=\"note\">({} runs with op taps)</span></h3>\n", esc(g.at("name")),
-                      show(g.at("runs_with_taps"))));
+    for (const RoundingGroup& g : r.groups) {
+      add(fmt::format("<h3>{} <span class=\"note\">({} runs with op taps)</span></h3>\n", esc(g.name),
+                      show(g.runs_with_taps)));
       std::vector<std::vector<std::string>> rows;
       std::vector<std::string> classes;
-      for (const auto& o : g.at("ops")) {
-        rows.push_back({esc(o.at("op")), esc(o.at("phase")), esc(o.at("kernel")), esc(o.at("dtype")),
-                        esc(o.at("samples")), esc(o.at("median_abs_ulp")), esc(o.at("max_abs_ulp")),
-                        esc(o.at("beyond")), esc(o.at("fraction_beyond")), esc(o.at("max_bound_ratio")),
-                        esc(o.at("zero_terms")), esc(o.at("nonfinite"))});
-        classes.push_back(o.at("beyond").get<int64_t>() > 0 ? "beyond" : "");
+      for (const analysis::OpSummary& o : g.ops) {
+        rows.push_back({esc(o.op), esc(o.phase), esc(o.kernel), esc(o.dtype), esc(o.samples), esc(o.median_abs_ulp),
+                        esc(o.max_abs_ulp), esc(o.beyond), esc(o.fraction_beyond), esc(o.max_bound_ratio),
+                        esc(o.zero_terms), esc(o.nonfinite)});
+        classes.push_back(o.beyond > 0 ? "beyond" : "");
       }
       table({"op", "phase", "kernel", "dtype", "samples", "median |ULP|", "max |ULP|", "beyond bound", "fraction beyond",
              "max error/bound", "all-zero terms", "non-finite"},
@@ -359,15 +351,12 @@ struct Page {
   }
 
   void divergence() {
-    const json& d = m.divergence;
+    const DivergenceModel& d = m.divergence;
     add("<section id=\"divergence\">\n<h2>6. Divergence and attribution</h2>\n");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& pr : d.at("pairs")) {
-      const json& g = field(pr, "growth");
-      rows.push_back({esc(pr.at("a")) + " vs " + esc(pr.at("b")), esc(pr.at("seed")), esc(field(pr, "first_loss_step")),
-                      esc(field(pr, "first_param_step")), esc(field(pr, "final_rel_l2")),
-                      esc(field(g, "rate_per_step")), esc(field(pr, "error"))});
-    }
+    for (const analysis::DivergenceResult& pr : d.pairs)
+      rows.push_back({esc(pr.a) + " vs " + esc(pr.b), esc(pr.seed), esc(pr.first_loss_step), esc(pr.first_param_step),
+                      esc(pr.final_rel_l2), pr.growth ? esc(pr.growth->rate_per_step) : esc(json()), esc(pr.error)});
     if (rows.empty()) p("No two configs share a seed: no paired runs to compare.", "note");
     else table({"pair", "seed", "first differing loss step", "first differing parameter step", "final ‖θa − θb‖/‖θa‖",
                 "growth rate per step", "error"},
@@ -376,25 +365,24 @@ struct Page {
     add("<h3>Attribution: rounding or code?</h3>\n");
     rows.clear();
     std::vector<std::string> classes;
-    for (const auto& a : d.at("attribution")) {
-      rows.push_back({esc(a.at("a")) + " vs " + esc(a.at("b")), esc(a.at("seed")), esc(a.at("verdict")),
-                      esc(a.at("step")), esc(a.at("op")), esc(a.at("phase")), esc(a.at("config")),
-                      esc(a.at("evidence")), esc(a.value("reason", json()))});
-      classes.push_back(a.at("verdict") == "code" ? "beyond" : "");
+    for (const analysis::AttributionResult& a : d.attribution) {
+      rows.push_back({esc(a.a) + " vs " + esc(a.b), esc(a.seed), esc(a.verdict), esc(a.step), esc(a.op), esc(a.phase),
+                      esc(a.config), esc(a.evidence), esc(a.reason)});
+      classes.push_back(a.verdict == "code" ? "beyond" : "");
     }
     if (rows.empty()) p("No attribution: the analysis compared no pair of configs.", "note");
     else table({"pair", "seed", "verdict", "step", "op", "phase", "beyond in", "evidence", "reason"}, rows, classes);
-    for (const auto& a : d.at("attribution")) {
-      if (!a.value("ops", json()).is_array() || a.at("ops").empty()) continue;
-      add(fmt::format("<details><summary>Per-op evidence: {} vs {}, seed {}</summary>\n", esc(a.at("a")),
-                      esc(a.at("b")), esc(a.at("seed"))));
+    for (const analysis::AttributionResult& a : d.attribution) {
+      if (!a.ops || a.ops->empty()) continue;
+      add(fmt::format("<details><summary>Per-op evidence: {} vs {}, seed {}</summary>\n", esc(a.a), esc(a.b),
+                      esc(a.seed)));
       rows.clear();
       classes.clear();
-      for (const auto& o : a.at("ops")) {
-        rows.push_back({esc(o.at("op")), esc(o.at("phase")), esc(o.at("verdict")), esc(o.at("compared")),
-                        esc(o.at("differing")), esc(o.at("beyond_a")), esc(o.at("beyond_b")), esc(o.at("max_ratio_a")),
-                        esc(o.at("max_ratio_b")), esc(o.at("max_abs_ulp_a")), esc(o.at("max_abs_ulp_b"))});
-        classes.push_back(o.at("verdict") == "code" ? "beyond" : "");
+      for (const analysis::OpVerdict& o : *a.ops) {
+        rows.push_back({esc(o.op), esc(o.phase), esc(o.verdict), esc(o.compared), esc(o.differing), esc(o.beyond_a),
+                        esc(o.beyond_b), esc(o.max_ratio_a), esc(o.max_ratio_b), esc(o.max_abs_ulp_a),
+                        esc(o.max_abs_ulp_b)});
+        classes.push_back(o.verdict == "code" ? "beyond" : "");
       }
       table({"op", "phase", "verdict", "compared", "differing", "beyond (a)", "beyond (b)", "max error/bound (a)",
              "max error/bound (b)", "max |ULP| (a)", "max |ULP| (b)"},
@@ -405,19 +393,18 @@ struct Page {
   }
 
   void symmetry() {
-    const json& s = m.symmetry;
+    const SymmetryModel& s = m.symmetry;
     add("<section id=\"symmetry\">\n<h2>7. Symmetry</h2>\n");
-    if (s.at("runs").empty()) {
+    if (s.runs.empty()) {
       p("No run of this study probed symmetry (the symmetry probe).", "note");
       return add("</section>\n");
     }
     std::vector<std::vector<std::string>> rows;
-    for (const auto& r : s.at("runs"))
-      for (const auto& l : r.at("layers"))
-        rows.push_back({esc(r.at("group")), esc(r.at("seed")), esc(l.at("layer")), esc(l.at("units")),
-                        esc(l.at("identical_pairs_start")), esc(l.at("identical_pairs_end")),
-                        l.at("broke_at_step").is_null() ? "never" : esc(l.at("broke_at_step")),
-                        esc(l.at("min_relative_distance_end"))});
+    for (const SymmetryRun& r : s.runs)
+      for (const SymmetryLayer& l : r.layers)
+        rows.push_back({esc(r.group), esc(r.seed), esc(l.layer), esc(l.units), esc(l.identical_pairs_start),
+                        esc(l.identical_pairs_end), l.broke_at_step ? esc(*l.broke_at_step) : "never",
+                        esc(l.min_relative_distance_end)});
     table({"config", "seed", "layer", "units", "identical pairs at start", "at end", "symmetry broke at step",
            "closest pair's distance at end"},
           rows);
@@ -451,29 +438,28 @@ struct Page {
   }
 
   void noise_budget() {
-    const json& n = m.noise_budget;
+    const NoiseModel& n = m.noise_budget;
     add("<section id=\"noise\">\n<h2>9. Noise budget</h2>\n");
-    if (n.at("groups").empty()) {
+    if (n.groups.empty()) {
       p("Not measured: the noise probe (<code>--probe noise</code>) measures, at its steps, the rounding of the "
         "gradient against SGD's own sampling noise (docs/analysis.md).", "note");
       return add("</section>\n");
     }
     p("At each noise probe step: the run's gradient against the float64 gradient from the same parameters (the "
       "rounding), against the spread SGD's mini-batches give the gradient at the run's batch size (the sampling "
-      "noise). Rounding is negligible where their ratio stays below " + show(n.at("negligible_ratio")) +
+      "noise). Rounding is negligible where their ratio stays below " + show(n.negligible_ratio) +
       ". Escape steps: how long one step's kick along v_min, from each source, takes to grow into an escape.");
     std::vector<std::vector<std::string>> rows;
-    for (const auto& g : n.at("groups"))
-      rows.push_back({esc(g.at("group")), esc(g.at("runs")), esc(g.at("rows")), esc(g.at("ratio").at("median")),
-                      esc(g.at("ratio").at("min")) + " – " + esc(g.at("ratio").at("max")),
-                      esc(g.at("ratio_vmin").at("median")), esc(g.at("rounding_relative").at("median")), esc(g.at("sampling_norm").at("median")),
-                      esc(g.at("escape_steps_rounding").at("median")), esc(g.at("escape_steps_sampling").at("median")),
-                      "<strong>" + esc(g.at("verdict")) + "</strong>"});
+    for (const analysis::NoiseBudgetGroup& g : n.groups)
+      rows.push_back({esc(g.group), esc(g.runs), esc(g.rows), esc(g.ratio.median),
+                      esc(g.ratio.min) + " – " + esc(g.ratio.max), esc(g.ratio_vmin.median),
+                      esc(g.rounding_relative.median), esc(g.sampling_norm.median), esc(g.escape_steps_rounding.median),
+                      esc(g.escape_steps_sampling.median), "<strong>" + esc(g.verdict) + "</strong>"});
     table({"config", "runs", "probe steps", "rounding / sampling (median)", "range", "along v_min (median)",
            "rounding ‖δg‖/‖g‖ (median)",
            "sampling noise ‖·‖ (median)", "escape steps from rounding (median)", "from sampling (median)", "rounding is"},
           rows);
-    for (const auto& g : n.at("groups")) p(esc(g.at("group")) + ": " + esc(g.at("evidence")));
+    for (const analysis::NoiseBudgetGroup& g : n.groups) p(esc(g.group) + ": " + esc(g.evidence));
     figures("noise");
     add("</section>\n");
   }

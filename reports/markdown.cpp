@@ -20,6 +20,10 @@ std::string cell(const std::string& s) {
 std::string cell(const json& v) { return cell(show(v)); }
 std::string cell(double v) { return cell(show(v)); }
 std::string cell(int64_t v) { return cell(show(v)); }
+template <class T>
+std::string cell(const std::optional<T>& v) {  // "—" when empty
+  return v ? cell(*v) : cell(json());
+}
 
 std::string table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
   std::string s = "|";
@@ -80,74 +84,66 @@ std::string render_markdown(const ReportModel& m) {
                 "log-rank Holm p", "cause"},
                rows);
 
-  const json& st = m.setup;
+  const SetupModel& st = m.setup;
   s += "## 2. Setup\n\n";
   rows.clear();
-  for (const auto& r : st.at("runs"))
-    rows.push_back({cell(r.at("group")), cell(r.at("seed")), cell(r.at("status")),
-                    r.at("analysed").get<bool>() ? "yes" : "no", cell(r.at("note").get<std::string>())});
-  for (const auto& r : st.at("not_run"))
-    rows.push_back(
-        {cell(r.at("group")), cell(r.at("seed")), cell(r.at("state")), "no", cell(r.at("note").get<std::string>())});
+  for (const SetupRun& r : st.runs)
+    rows.push_back({cell(r.group), cell(r.seed), cell(r.status), r.analysed ? "yes" : "no", cell(r.note)});
+  for (const NotRun& r : st.not_run) rows.push_back({cell(r.group), cell(r.seed), cell(r.state), "no", cell(r.note)});
   s += table({"config", "seed", "status", "analysed", "note"}, rows);
   int n = 0;
-  for (const auto& mc : st.at("machines"))
-    s += fmt::format("Machine {} ({} runs): {}.\n\n", ++n, show(mc.at("runs")), mc.at("summary").get<std::string>());
+  for (const Machine& mc : st.machines) s += fmt::format("Machine {} ({} runs): {}.\n\n", ++n, show(mc.runs), mc.summary);
 
   s += "## 3. Loss\n\n";
   rows.clear();
-  for (const auto& g : m.loss.at("groups")) {
-    const json& f = g.at("final_loss");
-    rows.push_back({cell(g.at("name")), cell(f.value("n", json())), cell(f.value("median", json())),
-                    cell(f.value("q1", json())), cell(f.value("q3", json()))});
+  for (const LossGroup& g : m.loss.groups) {
+    const analysis::Summary& f = g.final_loss;
+    rows.push_back({cell(g.name), cell(f.n), cell(f.median), cell(f.q1), cell(f.q3)});
   }
   s += table({"config", "runs", "median final loss", "q1", "q3"}, rows);
-  for (const auto& r : m.loss.at("not_learning"))
+  for (const NotLearning& r : m.loss.not_learning)
     s += fmt::format("- **does not learn:** {} seed {}: evaluation MSE {} against the baseline's {}\n",
-                     show(r.at("group")), show(r.at("seed")), show(r.at("eval_mse")), show(r.at("baseline_mse")));
+                     r.group ? *r.group : show(json()), show(r.seed), show(r.eval_mse), show(r.baseline_mse));
   s += figures(m, "loss");
 
   s += "## 4. Saddle episodes\n\n";
   rows.clear();
-  for (const auto& g : m.saddles.at("groups"))
-    rows.push_back({cell(g.at("name")), cell(g.at("n_runs")), cell(g.at("n_with_episode")), cell(g.at("n_escaped")),
-                    cell(g.at("n_censored")), cell(g.at("median_escape_steps")),
-                    "[" + cell(g.at("median_escape_lower")) + ", " + cell(g.at("median_escape_upper")) + "]"});
+  for (const analysis::GroupResult& g : m.saddles.groups)
+    rows.push_back({cell(g.name), cell(g.n_runs), cell(g.n_with_episode), cell(g.n_escaped), cell(g.n_censored),
+                    cell(g.median_escape_steps),
+                    "[" + cell(g.median_escape_lower) + ", " + cell(g.median_escape_upper) + "]"});
   s += table({"config", "runs", "with an episode", "escaped", "censored", "median escape (steps)", "CI"}, rows);
   s += figures(m, "saddles");
 
   s += "## 5. Rounding\n\n";
-  for (const auto& c : m.rounding.at("zero_term_callouts")) s += "- **" + c.get<std::string>() + "**\n";
-  for (const auto& g : m.rounding.at("groups")) {
+  for (const auto& c : m.rounding.zero_term_callouts) s += "- **" + c + "**\n";
+  for (const RoundingGroup& g : m.rounding.groups) {
     rows.clear();
-    for (const auto& o : g.at("ops")) {
-      const bool beyond = o.at("beyond").get<int64_t>() > 0;
-      rows.push_back({(beyond ? "**" : "") + cell(o.at("op")) + (beyond ? "**" : ""), cell(o.at("phase")),
-                      cell(o.at("samples")), cell(o.at("median_abs_ulp")), cell(o.at("max_abs_ulp")),
-                      cell(o.at("beyond")), cell(o.at("max_bound_ratio"))});
+    for (const analysis::OpSummary& o : g.ops) {
+      const bool beyond = o.beyond > 0;
+      rows.push_back({(beyond ? "**" : "") + cell(o.op) + (beyond ? "**" : ""), cell(o.phase), cell(o.samples),
+                      cell(o.median_abs_ulp), cell(o.max_abs_ulp), cell(o.beyond), cell(o.max_bound_ratio)});
     }
-    s += "### " + g.at("name").get<std::string>() + "\n\n" +
+    s += "### " + g.name + "\n\n" +
          table({"op", "phase", "samples", "median \\|ULP\\|", "max \\|ULP\\|", "beyond bound", "max error/bound"}, rows);
   }
-  if (m.rounding.at("groups").empty()) s += "No op taps recorded.\n\n";
+  if (m.rounding.groups.empty()) s += "No op taps recorded.\n\n";
   s += figures(m, "rounding");
 
   s += "## 6. Divergence and attribution\n\n";
   rows.clear();
-  for (const auto& a : m.divergence.at("attribution"))
-    rows.push_back({cell(a.at("a")) + " vs " + cell(a.at("b")), cell(a.at("seed")), cell(a.at("verdict")),
-                    cell(a.at("step")), cell(a.at("op")), cell(a.at("phase")), cell(a.at("config")),
-                    cell(a.at("evidence"))});
+  for (const analysis::AttributionResult& a : m.divergence.attribution)
+    rows.push_back({cell(a.a) + " vs " + cell(a.b), cell(a.seed), cell(a.verdict), cell(a.step), cell(a.op),
+                    cell(a.phase), cell(a.config), cell(a.evidence)});
   if (!rows.empty()) s += table({"pair", "seed", "verdict", "step", "op", "phase", "beyond in", "evidence"}, rows);
   s += figures(m, "divergence");
 
   s += "## 7. Symmetry\n\n";
   rows.clear();
-  for (const auto& r : m.symmetry.at("runs"))
-    for (const auto& l : r.at("layers"))
-      rows.push_back({cell(r.at("group")), cell(r.at("seed")), cell(l.at("layer")), cell(l.at("identical_pairs_start")),
-                      cell(l.at("identical_pairs_end")),
-                      l.at("broke_at_step").is_null() ? "never" : cell(l.at("broke_at_step"))});
+  for (const SymmetryRun& r : m.symmetry.runs)
+    for (const SymmetryLayer& l : r.layers)
+      rows.push_back({cell(r.group), cell(r.seed), cell(l.layer), cell(l.identical_pairs_start), cell(l.identical_pairs_end),
+                      l.broke_at_step ? cell(*l.broke_at_step) : "never"});
   s += rows.empty() ? "Not probed.\n\n"
                     : table({"config", "seed", "layer", "identical pairs at start", "at end", "broke at step"}, rows);
   s += figures(m, "symmetry");
@@ -169,20 +165,18 @@ std::string render_markdown(const ReportModel& m) {
 
   s += "\n## 9. Noise budget\n\n";
   rows.clear();
-  const json& noise = m.noise_budget;
-  for (const auto& g : noise.at("groups"))
-    rows.push_back({cell(g.at("group")), cell(g.at("rows")), cell(g.at("ratio").at("median")),
-                    cell(g.at("ratio").at("min")) + " – " + cell(g.at("ratio").at("max")),
-                    cell(g.at("ratio_vmin").at("median")), cell(g.at("rounding_relative").at("median")), cell(g.at("escape_steps_rounding").at("median")),
-                    cell(g.at("escape_steps_sampling").at("median")), cell(g.at("verdict"))});
+  const NoiseModel& noise = m.noise_budget;
+  for (const analysis::NoiseBudgetGroup& g : noise.groups)
+    rows.push_back({cell(g.group), cell(g.rows), cell(g.ratio.median), cell(g.ratio.min) + " – " + cell(g.ratio.max),
+                    cell(g.ratio_vmin.median), cell(g.rounding_relative.median), cell(g.escape_steps_rounding.median),
+                    cell(g.escape_steps_sampling.median), cell(g.verdict)});
   if (rows.empty()) return s + "Not measured (the noise probe).\n";
-  s += "Rounding is negligible where rounding / sampling noise stays below " + cell(noise.at("negligible_ratio")) +
-       ".\n\n";
+  s += "Rounding is negligible where rounding / sampling noise stays below " + cell(noise.negligible_ratio) + ".\n\n";
   s += table({"config", "probe steps", "rounding / sampling (median)", "range", "along v_min (median)",
               "rounding ‖δg‖/‖g‖ (median)",
               "escape steps from rounding", "from sampling", "rounding is"},
              rows);
-  for (const auto& g : noise.at("groups")) s += cell(g.at("group")) + ": " + cell(g.at("evidence")) + "\n\n";
+  for (const analysis::NoiseBudgetGroup& g : noise.groups) s += cell(g.group) + ": " + cell(g.evidence) + "\n\n";
   return s + figures(m, "noise");
 }
 

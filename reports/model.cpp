@@ -279,7 +279,7 @@ VerdictModel verdict_model(const StudyData& study, double alpha) {
   return v;
 }
 
-json setup_model(const StudyData& study) {
+SetupModel setup_model(const StudyData& study) {
   // One representative config per group; a key is an axis when its value differs between groups and
   // is one value within each group (seeds vary within a group and are not axes).
   std::map<std::string, std::vector<const RunData*>> by_group;
@@ -292,119 +292,85 @@ json setup_model(const StudyData& study) {
         keys.insert(it.key());
         if (runs.front()->manifest->config.value(it.key(), json()) != it.value()) within_varies.insert(it.key());
       }
-  json axes = json::array(), common = json::object();
+  SetupModel m;
   for (const auto& k : keys) {
     if (within_varies.count(k)) continue;
     std::set<std::string> values;
     for (const auto& [g, runs] : by_group) values.insert(runs.front()->manifest->config.value(k, json()).dump());
-    if (values.size() > 1) axes.push_back(k);
-    else if (!by_group.empty()) common[k] = by_group.begin()->second.front()->manifest->config.value(k, json());
+    if (values.size() > 1) m.axes.push_back(k);
+    else if (!by_group.empty()) m.common[k] = by_group.begin()->second.front()->manifest->config.value(k, json());
   }
-  json groups = json::array();
   for (const auto& name : study.group_names) {
-    json g = {{"name", name}, {"config", json::object()}};
+    SetupGroup g{name, {}};
     auto it = by_group.find(name);
     if (it != by_group.end())
-      for (const auto& k : axes) g["config"][k.get<std::string>()] = it->second.front()->manifest->config.value(k.get<std::string>(), json());
-    groups.push_back(g);
+      for (const auto& k : m.axes) g.config[k] = it->second.front()->manifest->config.value(k, json());
+    m.groups.push_back(std::move(g));
   }
   // The matrix: every run the analysis lists and every planned run it does not.
-  json runs = json::array();
   for (const auto& r : study.runs) {
     const RunResult& e = r.entry;
     std::string note = e.skipped.value_or("");
     if (r.manifest && !r.manifest->error.empty()) note = r.manifest->error;
     if (r.newer_than_analysis) note += std::string(note.empty() ? "" : "; ") + "changed after the analysis";
     for (const auto& n : r.notes) note += std::string(note.empty() ? "" : "; ") + n;
-    runs.push_back({{"run_id", e.run_id},
-                    {"group", opt(e.group)},
-                    {"seed", e.seed},
-                    {"status", e.status},
-                    {"analysed", !e.skipped},
-                    {"steps_completed", opt(e.steps_completed)},
-                    {"note", note}});
+    m.runs.push_back({e.run_id, e.group, e.seed, e.status, !e.skipped, e.steps_completed, note});
   }
-  json not_run = json::array();
   for (const auto& p : study.plan)
-    if (!planned_run_present(study, p))
-      not_run.push_back({{"run_id", p.run_id}, {"label", p.label}, {"group", p.group}, {"seed", p.seed},
-                         {"state", p.state}, {"note", p.note}});
+    if (!planned_run_present(study, p)) m.not_run.push_back({p.run_id, p.label, p.group, p.seed, p.state, p.note});
   for (const auto& d : study.unanalysed)
-    not_run.push_back({{"run_id", base_name(d)}, {"label", base_name(d)}, {"group", nullptr}, {"seed", nullptr},
-                       {"state", "not analysed"}, {"note", "its directory is newer than the analysis: rerun saddlescope analyze"}});
+    m.not_run.push_back({base_name(d), base_name(d), std::nullopt, std::nullopt, "not analysed",
+                         "its directory is newer than the analysis: rerun saddlescope analyze"});
   // Fingerprints, deduplicated: threads and environment variables are the config's, not the machine's.
-  json machines = json::array();
   std::map<std::string, size_t> seen;
   for (const auto& r : study.runs) {
     if (!r.manifest) continue;
     json fp = r.manifest->fingerprint;
     fp.erase("threads");
     fp.erase("env");
-    const std::string key = fp.dump();
-    auto [it, fresh] = seen.emplace(key, machines.size());
+    auto [it, fresh] = seen.emplace(fp.dump(), m.machines.size());
     if (fresh) {
-      std::map<std::string, std::string> flat;
-      flatten(fp, "", flat);
-      machines.push_back({{"summary", machine_summary(flat)}, {"fingerprint", fp}, {"flat", flat},
-                          {"groups", json::array()}, {"runs", 0}});
+      Machine mc;
+      flatten(fp, "", mc.flat);
+      mc.summary = machine_summary(mc.flat);
+      mc.fingerprint = fp;
+      m.machines.push_back(std::move(mc));
     }
-    json& m = machines[it->second];
-    m["runs"] = m["runs"].get<int>() + 1;
-    const json group = opt(r.entry.group);
-    if (std::find(m["groups"].begin(), m["groups"].end(), group) == m["groups"].end()) m["groups"].push_back(group);
+    Machine& mc = m.machines[it->second];
+    ++mc.runs;
+    if (std::find(mc.groups.begin(), mc.groups.end(), r.entry.group) == mc.groups.end()) mc.groups.push_back(r.entry.group);
   }
-  return {{"groups", groups}, {"axes", axes}, {"common", common}, {"runs", runs}, {"not_run", not_run},
-          {"machines", machines}, {"definitions", encode(study.analysis.definitions)}};
+  m.definitions = study.analysis.definitions;
+  return m;
 }
 
-json loss_model(const StudyData& study) {
-  json groups = json::array();
-  for (const auto& g : study.analysis.groups)
-    groups.push_back({{"name", g.name}, {"n_runs", g.n_runs}, {"final_loss", encode(g.final_loss)}});
-  json not_learning = json::array();
+LossModel loss_model(const StudyData& study) {
+  LossModel m;
+  for (const auto& g : study.analysis.groups) m.groups.push_back({g.name, g.n_runs, g.final_loss});
   for (const auto& r : study.runs) {
     const RunResult& e = r.entry;
-    if (e.learns && !*e.learns)
-      not_learning.push_back({{"run_id", e.run_id}, {"group", opt(e.group)}, {"seed", e.seed},
-                              {"eval_mse", number(e.eval_mse)}, {"baseline_mse", number(e.baseline_mse)}});
+    if (e.learns && !*e.learns) m.not_learning.push_back({e.run_id, e.group, e.seed, e.eval_mse, e.baseline_mse});
   }
-  return {{"groups", groups}, {"not_learning", not_learning}, {"loss_window", study.analysis.definitions.loss_window}};
+  m.loss_window = study.analysis.definitions.loss_window;
+  return m;
 }
 
-json saddles_model(const StudyData& study) {
-  json groups = json::array();
-  for (const auto& g : study.analysis.groups) {
-    json c = encode(g);
-    c.erase("final_loss");
-    groups.push_back(c);
-  }
-  json runs = json::array();
-  int64_t episodes = 0;
+SaddlesModel saddles_model(const StudyData& study) {
+  SaddlesModel m;
+  m.groups = study.analysis.groups;
   for (const auto& r : study.runs) {
     const RunResult& e = r.entry;
     if (e.skipped) continue;
-    json row = {{"run_id", e.run_id}, {"group", opt(e.group)}, {"seed", e.seed}, {"episodes", opt(e.episodes)},
-                {"episodes_note", opt(e.episodes_note)}};
-    if (e.probe_count) row["probe_count"] = *e.probe_count;
-    if (e.probe_interval) row["probe_interval"] = *e.probe_interval;
-    if (e.gradient_scale) row["gradient_scale"] = number(*e.gradient_scale);
-    if (e.time_in_saddle) row["time_in_saddle"] = *e.time_in_saddle;
-    if (e.level_crossings) row["level_crossings"] = encode(*e.level_crossings);
-    if (e.episodes) episodes += static_cast<int64_t>(e.episodes->size());
-    runs.push_back(row);
+    m.runs.push_back({e.run_id, e.group, e.seed, e.episodes, e.episodes_note, e.probe_count, e.probe_interval,
+                      e.gradient_scale, e.time_in_saddle, e.level_crossings});
+    if (e.episodes) m.n_episodes += static_cast<int64_t>(e.episodes->size());
   }
-  return {{"groups", groups}, {"runs", runs}, {"n_episodes", episodes}, {"theory", encode(study.analysis.theory)}};
+  m.theory = study.analysis.theory;
+  return m;
 }
 
-json op_summary_json(const analysis::OpSummary& s) {
-  return {{"op", s.op}, {"phase", s.phase}, {"kernel", s.kernel}, {"dtype", s.dtype}, {"samples", s.samples},
-          {"measured", s.measured}, {"beyond", s.beyond}, {"zero_terms", s.zero_terms}, {"nonfinite", s.nonfinite},
-          {"median_abs_ulp", number(s.median_abs_ulp)}, {"max_abs_ulp", number(s.max_abs_ulp)},
-          {"fraction_beyond", number(s.fraction_beyond)}, {"max_bound_ratio", number(s.max_bound_ratio)}};
-}
-
-json rounding_model(const StudyData& study) {
-  json groups = json::array(), callouts = json::array();
+RoundingModel rounding_model(const StudyData& study) {
+  RoundingModel m;
   for (const auto& name : study.group_names) {
     std::vector<store::OpRow> rows;
     int64_t runs = 0;
@@ -414,52 +380,52 @@ json rounding_model(const StudyData& study) {
         ++runs;
       }
     if (rows.empty()) continue;
-    json ops = json::array();
-    for (const auto& s : analysis::summarize_ops(rows)) {
-      ops.push_back(op_summary_json(s));
+    RoundingGroup g{name, runs, analysis::summarize_ops(rows)};
+    for (const auto& s : g.ops)
       if (s.zero_terms > 0)
-        callouts.push_back(fmt::format("{}: {} {} gave a nonzero result in {} of {} samples whose every term was exactly "
-                                       "zero — no rounding of those terms gives that: the kernel computes something else.",
-                                       name, s.op, s.phase, s.zero_terms, s.samples));
-    }
-    groups.push_back({{"name", name}, {"runs_with_taps", runs}, {"ops", ops}});
+        m.zero_term_callouts.push_back(fmt::format("{}: {} {} gave a nonzero result in {} of {} samples whose every term "
+                                                   "was exactly zero — no rounding of those terms gives that: the kernel "
+                                                   "computes something else.",
+                                                   name, s.op, s.phase, s.zero_terms, s.samples));
+    m.groups.push_back(std::move(g));
   }
-  return {{"groups", groups}, {"zero_term_callouts", callouts}};
+  return m;
 }
 
-json divergence_model(const StudyData& study) {
-  return {{"pairs", encode(study.analysis.divergence)}, {"attribution", encode(study.analysis.attribution)}};
-}
+DivergenceModel divergence_model(const StudyData& study) { return {study.analysis.divergence, study.analysis.attribution}; }
 
 // The noise budget as the analysis wrote it (absent in analyses before it: no groups).
-json noise_model(const StudyData& study) {
+NoiseModel noise_model(const StudyData& study) {
   const auto& n = study.analysis.noise_budget;
-  if (!n) return {{"negligible_ratio", nullptr}, {"groups", json::array()}};
-  return {{"negligible_ratio", number(n->negligible_ratio)}, {"groups", encode(n->groups)}};
+  if (!n) return {NAN, {}};
+  return {n->negligible_ratio, n->groups};
 }
 
-json symmetry_model(const StudyData& study) {
-  json runs = json::array();
+SymmetryModel symmetry_model(const StudyData& study) {
+  SymmetryModel m;
   for (const auto& r : study.runs) {
     if (r.symmetry.empty()) continue;
-    std::map<std::string, json> layers;
+    std::map<std::string, SymmetryLayer> layers;
     for (const auto& row : r.symmetry) {
-      json& l = layers[row.layer];
-      if (l.is_null())
-        l = {{"layer", row.layer}, {"units", row.units}, {"identical_pairs_start", row.identical_pairs},
-             {"first_step", row.step}, {"broke_at_step", nullptr}, {"min_relative_distance_end", nullptr}};
+      auto [it, fresh] = layers.try_emplace(row.layer);
+      SymmetryLayer& l = it->second;
+      if (fresh) {
+        l.layer = row.layer;
+        l.units = row.units;
+        l.identical_pairs_start = row.identical_pairs;
+        l.first_step = row.step;
+      }
       // Symmetry broke at the first probe step with fewer identical pairs than at the start.
-      if (l["broke_at_step"].is_null() && row.identical_pairs < l["identical_pairs_start"].get<int64_t>())
-        l["broke_at_step"] = row.step;
-      l["identical_pairs_end"] = row.identical_pairs;
-      l["last_step"] = row.step;
-      l["min_relative_distance_end"] = number(row.min_relative_distance);
+      if (!l.broke_at_step && row.identical_pairs < l.identical_pairs_start) l.broke_at_step = row.step;
+      l.identical_pairs_end = row.identical_pairs;
+      l.last_step = row.step;
+      l.min_relative_distance_end = row.min_relative_distance;
     }
-    json ls = json::array();
-    for (auto& [name, l] : layers) ls.push_back(l);
-    runs.push_back({{"run_id", r.entry.run_id}, {"group", opt(r.entry.group)}, {"seed", r.entry.seed}, {"layers", ls}});
+    SymmetryRun run{r.entry.run_id, r.entry.group, r.entry.seed, {}};
+    for (auto& [name, l] : layers) run.layers.push_back(std::move(l));
+    m.runs.push_back(std::move(run));
   }
-  return {{"runs", runs}};
+  return m;
 }
 
 }  // namespace

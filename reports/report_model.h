@@ -2,8 +2,7 @@
 // is its encoding, and the two renderings (html.cpp, markdown.cpp) read its members. The analysis's own
 // numbers are the analysis's types (analysis_result.h), copied as they are.
 //
-// Sections not typed yet (setup, loss, saddles, rounding, divergence, symmetry, invariance, noise
-// budget) are JSON here, built and read by key as before; each becomes a struct in turn.
+// The invariance section stays the JSON rows `saddlescope invariance --json` writes (invariance.h).
 #pragma once
 
 #include <cstdint>
@@ -16,11 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "saddlescope/analysis/analysis_result.h"
+#include "saddlescope/analysis/op_summary.h"
 #include "saddlescope/store/json_object.h"
 
 namespace saddlescope::reports {
 
 using store::key;
+using store::omitted;
 
 // What a test could have seen: the analysis's detectable effect after Holm (`after_holm`), or for an
 // analysis written before it Mann–Whitney's at α from the group sizes.
@@ -118,6 +119,206 @@ struct VerdictModel {
   }
 };
 
+// ---- 2. Setup ------------------------------------------------------------------------------------------
+
+struct SetupGroup {  // a config (group) and its values of the study's axes
+  std::string name;
+  std::map<std::string, nlohmann::json> config;
+  static auto json_keys() { return std::make_tuple(key("name", &SetupGroup::name), key("config", &SetupGroup::config)); }
+};
+
+struct SetupRun {  // a run the analysis lists
+  std::string run_id;
+  std::optional<std::string> group;
+  int64_t seed = 0;
+  std::string status;
+  bool analysed = false;
+  std::optional<int64_t> steps_completed;
+  std::string note;  // why it is not analysed, or what did not read
+  static auto json_keys() {
+    using T = SetupRun;
+    return std::make_tuple(key("run_id", &T::run_id), key("group", &T::group), key("seed", &T::seed),
+                           key("status", &T::status), key("analysed", &T::analysed),
+                           key("steps_completed", &T::steps_completed), key("note", &T::note));
+  }
+};
+
+struct NotRun {  // a planned run the analysis does not have, or a run directory newer than it
+  std::string run_id, label;
+  std::optional<std::string> group;
+  std::optional<int64_t> seed;
+  std::string state, note;
+  static auto json_keys() {
+    using T = NotRun;
+    return std::make_tuple(key("run_id", &T::run_id), key("label", &T::label), key("group", &T::group),
+                           key("seed", &T::seed), key("state", &T::state), key("note", &T::note));
+  }
+};
+
+struct Machine {  // one fingerprint (threads and environment left out) and the runs on it
+  std::string summary;
+  nlohmann::json fingerprint;
+  std::map<std::string, std::string> flat;  // its leaves, "cpu.model" -> text
+  std::vector<std::optional<std::string>> groups;
+  int64_t runs = 0;
+  static auto json_keys() {
+    using T = Machine;
+    return std::make_tuple(key("summary", &T::summary), key("fingerprint", &T::fingerprint), key("flat", &T::flat),
+                           key("groups", &T::groups), key("runs", &T::runs));
+  }
+};
+
+struct SetupModel {
+  std::vector<SetupGroup> groups;
+  std::vector<std::string> axes;                  // config keys whose value differs between groups
+  std::map<std::string, nlohmann::json> common;   // config keys with one value in every group
+  std::vector<SetupRun> runs;
+  std::vector<NotRun> not_run;
+  std::vector<Machine> machines;
+  analysis::Definitions definitions;
+  static auto json_keys() {
+    using T = SetupModel;
+    return std::make_tuple(key("groups", &T::groups), key("axes", &T::axes), key("common", &T::common),
+                           key("runs", &T::runs), key("not_run", &T::not_run), key("machines", &T::machines),
+                           key("definitions", &T::definitions));
+  }
+};
+
+// ---- 3. Loss, 4. Saddles --------------------------------------------------------------------------------
+
+struct LossGroup {
+  std::string name;
+  int64_t n_runs = 0;
+  analysis::Summary final_loss;
+  static auto json_keys() {
+    return std::make_tuple(key("name", &LossGroup::name), key("n_runs", &LossGroup::n_runs),
+                           key("final_loss", &LossGroup::final_loss));
+  }
+};
+
+struct NotLearning {  // a run whose held-out error is not below the trivial baseline's
+  std::string run_id;
+  std::optional<std::string> group;
+  int64_t seed = 0;
+  double eval_mse = 0, baseline_mse = 0;
+  static auto json_keys() {
+    using T = NotLearning;
+    return std::make_tuple(key("run_id", &T::run_id), key("group", &T::group), key("seed", &T::seed),
+                           key("eval_mse", &T::eval_mse), key("baseline_mse", &T::baseline_mse));
+  }
+};
+
+struct LossModel {
+  std::vector<LossGroup> groups;
+  std::vector<NotLearning> not_learning;
+  int64_t loss_window = 0;
+  static auto json_keys() {
+    return std::make_tuple(key("groups", &LossModel::groups), key("not_learning", &LossModel::not_learning),
+                           key("loss_window", &LossModel::loss_window));
+  }
+};
+
+struct SaddleRun {  // an analysed run's curvature summary and episodes
+  std::string run_id;
+  std::optional<std::string> group;
+  int64_t seed = 0;
+  std::optional<std::vector<analysis::EpisodeResult>> episodes;  // empty: no curvature probe
+  std::optional<std::string> episodes_note;
+  std::optional<int64_t> probe_count, probe_interval;
+  std::optional<double> gradient_scale;
+  std::optional<int64_t> time_in_saddle;
+  std::optional<std::vector<analysis::LevelCrossing>> level_crossings;
+  static auto json_keys() {
+    using T = SaddleRun;
+    return std::make_tuple(key("run_id", &T::run_id), key("group", &T::group), key("seed", &T::seed),
+                           key("episodes", &T::episodes), key("episodes_note", &T::episodes_note),
+                           omitted("probe_count", &T::probe_count), omitted("probe_interval", &T::probe_interval),
+                           omitted("gradient_scale", &T::gradient_scale), omitted("time_in_saddle", &T::time_in_saddle),
+                           omitted("level_crossings", &T::level_crossings));
+  }
+};
+
+struct SaddlesModel {
+  std::vector<analysis::GroupResult> groups;
+  std::vector<SaddleRun> runs;
+  int64_t n_episodes = 0;
+  analysis::Theory theory;
+  static auto json_keys() {
+    using T = SaddlesModel;
+    return std::make_tuple(key("groups", &T::groups), key("runs", &T::runs), key("n_episodes", &T::n_episodes),
+                           key("theory", &T::theory));
+  }
+};
+
+// ---- 5. Rounding, 6. Divergence, 7. Symmetry, 9. Noise budget -----------------------------------------------
+
+struct RoundingGroup {
+  std::string name;
+  int64_t runs_with_taps = 0;
+  std::vector<analysis::OpSummary> ops;
+  static auto json_keys() {
+    return std::make_tuple(key("name", &RoundingGroup::name), key("runs_with_taps", &RoundingGroup::runs_with_taps),
+                           key("ops", &RoundingGroup::ops));
+  }
+};
+
+struct RoundingModel {
+  std::vector<RoundingGroup> groups;
+  std::vector<std::string> zero_term_callouts;  // nonzero results of all-zero terms: not rounding
+  static auto json_keys() {
+    return std::make_tuple(key("groups", &RoundingModel::groups),
+                           key("zero_term_callouts", &RoundingModel::zero_term_callouts));
+  }
+};
+
+struct DivergenceModel {
+  std::vector<analysis::DivergenceResult> pairs;
+  std::vector<analysis::AttributionResult> attribution;
+  static auto json_keys() {
+    return std::make_tuple(key("pairs", &DivergenceModel::pairs), key("attribution", &DivergenceModel::attribution));
+  }
+};
+
+struct SymmetryLayer {  // a layer's identical unit pairs over a run's symmetry probes
+  std::string layer;
+  int64_t units = 0, identical_pairs_start = 0, first_step = 0;
+  std::optional<int64_t> broke_at_step;  // the first probe step with fewer identical pairs than at the start
+  int64_t identical_pairs_end = 0, last_step = 0;
+  double min_relative_distance_end = 0;
+  static auto json_keys() {
+    using T = SymmetryLayer;
+    return std::make_tuple(key("layer", &T::layer), key("units", &T::units),
+                           key("identical_pairs_start", &T::identical_pairs_start), key("first_step", &T::first_step),
+                           key("broke_at_step", &T::broke_at_step), key("identical_pairs_end", &T::identical_pairs_end),
+                           key("last_step", &T::last_step), key("min_relative_distance_end", &T::min_relative_distance_end));
+  }
+};
+
+struct SymmetryRun {
+  std::string run_id;
+  std::optional<std::string> group;
+  int64_t seed = 0;
+  std::vector<SymmetryLayer> layers;
+  static auto json_keys() {
+    using T = SymmetryRun;
+    return std::make_tuple(key("run_id", &T::run_id), key("group", &T::group), key("seed", &T::seed),
+                           key("layers", &T::layers));
+  }
+};
+
+struct SymmetryModel {
+  std::vector<SymmetryRun> runs;
+  static auto json_keys() { return std::make_tuple(key("runs", &SymmetryModel::runs)); }
+};
+
+struct NoiseModel {  // the analysis's noise budget (no groups in analyses before it)
+  double negligible_ratio = 0;
+  std::vector<analysis::NoiseBudgetGroup> groups;
+  static auto json_keys() {
+    return std::make_tuple(key("negligible_ratio", &NoiseModel::negligible_ratio), key("groups", &NoiseModel::groups));
+  }
+};
+
 struct FigureEntry {  // a figure as the renderings link it
   std::string name, section;
   int64_t number = 0;
@@ -137,7 +338,14 @@ struct ReportModel {
   std::vector<std::string> warnings;
   int64_t n_runs = 0, n_skipped = 0;
   VerdictModel verdict;
-  nlohmann::json setup, loss, saddles, rounding, divergence, symmetry, noise_budget, invariance;
+  SetupModel setup;
+  LossModel loss;
+  SaddlesModel saddles;
+  RoundingModel rounding;
+  DivergenceModel divergence;
+  SymmetryModel symmetry;
+  NoiseModel noise_budget;
+  nlohmann::json invariance;  // {"rows": [...]}: invariance.h's rows as `saddlescope invariance --json` writes them
   std::vector<FigureEntry> figures;
   static auto json_keys() {
     using T = ReportModel;

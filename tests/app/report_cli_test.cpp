@@ -258,9 +258,7 @@ TEST_F(ReportCli, ReportJsonNumbersAreAnalysisJsonNumbers) {
   ASSERT_EQ(m["saddles"]["groups"].size(), a["groups"].size());
   for (size_t i = 0; i < a["groups"].size(); ++i) {
     EXPECT_EQ(m["loss"]["groups"][i]["final_loss"], a["groups"][i]["final_loss"]);
-    json g = a["groups"][i];
-    g.erase("final_loss");
-    EXPECT_EQ(m["saddles"]["groups"][i], g);
+    EXPECT_EQ(m["saddles"]["groups"][i], a["groups"][i]);
   }
   EXPECT_EQ(m["saddles"]["theory"], a["theory"]);
   EXPECT_EQ(m["divergence"]["pairs"], a["divergence"]);

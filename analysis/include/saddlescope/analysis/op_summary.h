@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "saddlescope/base/status.h"
+#include "saddlescope/store/json_object.h"
 #include "saddlescope/store/schema.h"
 
 namespace saddlescope::analysis {
@@ -37,6 +39,17 @@ struct OpSummary {
   double median_abs_ulp = 0, max_abs_ulp = 0;  // over measured rows; NaN when there are none
   double fraction_beyond = 0;                  // beyond / measured; NaN when measured == 0
   double max_bound_ratio = 0;                  // over measured rows; NaN when there are none
+  // As the report's JSON holds it (store/json_object.h).
+  static auto json_keys() {
+    using T = OpSummary;
+    using store::key;
+    return std::make_tuple(key("op", &T::op), key("phase", &T::phase), key("kernel", &T::kernel),
+                           key("dtype", &T::dtype), key("samples", &T::samples), key("measured", &T::measured),
+                           key("beyond", &T::beyond), key("zero_terms", &T::zero_terms), key("nonfinite", &T::nonfinite),
+                           key("not_evaluated", &T::not_evaluated), key("median_abs_ulp", &T::median_abs_ulp),
+                           key("max_abs_ulp", &T::max_abs_ulp), key("fraction_beyond", &T::fraction_beyond),
+                           key("max_bound_ratio", &T::max_bound_ratio));
+  }
 };
 
 // One summary per (op, phase, kernel, dtype), in the order they first appear in `rows` (a generic tap's
