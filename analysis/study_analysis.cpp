@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "saddlescope/analysis/analysis_result.h"
 #include "saddlescope/analysis/attribution.h"
 #include "saddlescope/analysis/divergence.h"
 #include "saddlescope/analysis/noise_budget.h"
@@ -655,6 +656,82 @@ Result<Grouping> group_runs(std::vector<Run>& runs, const AnalysisOptions& o) {
   return out;
 }
 
+// The theory check over every episode of a gradient-descent (SGD) run that escaped by the loss rule:
+// the theory predicts when the loss has fallen by f along v_min; an episode closed by the curvature
+// rule (λmin flattening out, e.g. while converging) did not escape along v_min. Other optimisers'
+// episodes are measured against the same prediction but not fitted: `departures` says by how much.
+Theory theory_check(const std::vector<RunResult>& runs) {
+  Theory theory;
+  theory.scope = "episodes of optimizer = sgd runs that escaped by the loss rule: the theory is for gradient "
+                 "descent, and predicts when the loss has fallen by f";
+  theory.not_fitted.emplace();
+  theory.departures.emplace();
+  std::vector<double> predicted, observed;
+  std::map<std::string, std::vector<double>> ratios;  // optimiser -> observed / predicted, outside the fit
+  for (const RunResult& r : runs) {
+    if (!r.episodes) continue;
+    const bool sgd = r.optimizer == "sgd";
+    for (const EpisodeResult& ep : *r.episodes) {
+      const double p = ep.theory.predicted_escape_steps;
+      if (ep.censored || std::isnan(p)) continue;
+      TheoryPoint point{r.run_id, ep.entry_step, p, ep.escape_steps, r.optimizer, ep.exit_rule.value_or(""),
+                        ep.kind.value_or("strict"), r.perturbation.value_or(json("none")), std::nullopt};
+      const bool loss_rule = ep.exit_rule == "loss";
+      if (sgd && loss_rule) {
+        predicted.push_back(p);
+        observed.push_back(static_cast<double>(ep.escape_steps));
+        theory.points.push_back(std::move(point));
+        continue;
+      }
+      if (!sgd && loss_rule && p > 0) ratios[r.optimizer].push_back(static_cast<double>(ep.escape_steps) / p);
+      theory.not_fitted->push_back(std::move(point));
+    }
+  }
+  for (auto& [optimizer, v] : ratios) {
+    std::sort(v.begin(), v.end());
+    (*theory.departures)[optimizer] = {static_cast<int64_t>(v.size()), quantile_sorted(v, 0.5), v.front(), v.back()};
+  }
+  theory.n = static_cast<int64_t>(predicted.size());
+  theory.slope = theory.intercept = theory.r2 = theory.slope_std_error = kNaN;
+  if (auto fit = fit_line(predicted, observed); fit.ok()) {
+    theory.slope = fit->slope;
+    theory.intercept = fit->intercept;
+    theory.r2 = fit->r_squared;
+    theory.slope_std_error = fit->slope_std_error;
+    // How far the slope is from the theory's 1, in standard errors, and each point's residual.
+    theory.slope_minus_one_se = (fit->slope - 1) / fit->slope_std_error;
+    for (TheoryPoint& point : theory.points)
+      point.residual = static_cast<double>(point.observed) - (fit->intercept + fit->slope * point.predicted);
+  } else {
+    theory.note = fit.status().message();
+  }
+  // The fit within each noise level (perturbation), so that an R² carried by the chosen range of σ shows:
+  // within one level the prediction must still order the episodes.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_noise;
+  for (const TheoryPoint& point : theory.points) {
+    const json& pert = *point.perturbation;
+    auto& [x, y] = by_noise[pert.is_string() ? pert.get<std::string>() : pert.dump()];
+    x.push_back(point.predicted);
+    y.push_back(static_cast<double>(point.observed));
+  }
+  theory.by_noise.emplace();
+  for (const auto& [noise, xy] : by_noise) {
+    NoiseLevelFit level{noise, static_cast<int64_t>(xy.first.size())};
+    if (auto fit = xy.first.size() >= 3 ? fit_line(xy.first, xy.second) : Result<LinearFit>(Status::Error("fewer than 3 points"));
+        fit.ok()) {
+      level.slope = fit->slope;
+      level.intercept = fit->intercept;
+      level.r2 = fit->r_squared;
+      level.slope_std_error = fit->slope_std_error;
+      level.slope_minus_one_se = (fit->slope - 1) / fit->slope_std_error;
+    } else {
+      level.note = fit.status().message();
+    }
+    theory.by_noise->push_back(std::move(level));
+  }
+  return theory;
+}
+
 }  // namespace
 
 Status AnalysisOptions::validate() const {
@@ -778,80 +855,9 @@ Result<json> analyze_study(const std::string& study_dir, const AnalysisOptions& 
   }
   detail::apply_holm(out["comparisons"], o);
 
-  // The theory check over every episode of a gradient-descent (SGD) run that escaped by the loss rule:
-  // the theory predicts when the loss has fallen by f along v_min; an episode closed by the curvature
-  // rule (λmin flattening out, e.g. while converging) did not escape along v_min. Other optimisers'
-  // episodes are measured against the same prediction but not fitted: `departures` says by how much.
-  std::vector<double> predicted, observed;
-  std::map<std::string, std::vector<double>> ratios;  // optimiser -> observed / predicted, outside the fit
-  json points = json::array(), others = json::array();
-  for (const auto& r : out["runs"]) {
-    if (!r["episodes"].is_array()) continue;
-    const bool sgd = r["optimizer"] == "sgd";
-    for (const auto& ep : r["episodes"]) {
-      const json& p = ep["theory"]["predicted_escape_steps"];
-      if (ep["censored"].get<bool>() || !p.is_number()) continue;
-      json point = {{"run_id", r["run_id"]}, {"entry_step", ep["entry_step"]}, {"predicted", p},
-                    {"observed", ep["escape_steps"]}, {"optimizer", r["optimizer"]}, {"exit_rule", ep["exit_rule"]},
-                    {"kind", ep.value("kind", "strict")}, {"perturbation", r.value("perturbation", json("none"))}};
-      if (sgd && ep["exit_rule"] == "loss") {
-        predicted.push_back(p.get<double>());
-        observed.push_back(ep["escape_steps"].get<double>());
-        points.push_back(std::move(point));
-        continue;
-      }
-      if (!sgd && ep["exit_rule"] == "loss" && p.get<double>() > 0)
-        ratios[r["optimizer"].get<std::string>()].push_back(ep["escape_steps"].get<double>() / p.get<double>());
-      others.push_back(std::move(point));
-    }
-  }
-  json departures = json::object();
-  for (auto& [optimizer, v] : ratios) {
-    std::sort(v.begin(), v.end());
-    departures[optimizer] = {{"n", v.size()}, {"median_observed_over_predicted", num(quantile_sorted(v, 0.5))},
-                             {"min", num(v.front())}, {"max", num(v.back())}};
-  }
-  json theory = {{"n", predicted.size()}, {"slope", nullptr}, {"intercept", nullptr}, {"r2", nullptr},
-                 {"slope_std_error", nullptr}, {"points", points}, {"not_fitted", others}, {"departures", departures},
-                 {"scope", "episodes of optimizer = sgd runs that escaped by the loss rule: the theory is for gradient "
-                           "descent, and predicts when the loss has fallen by f"}};
-  if (auto fit = fit_line(predicted, observed); fit.ok()) {
-    theory["slope"] = num(fit->slope);
-    theory["intercept"] = num(fit->intercept);
-    theory["r2"] = num(fit->r_squared);
-    theory["slope_std_error"] = num(fit->slope_std_error);
-    // How far the slope is from the theory's 1, in standard errors, and each point's residual.
-    theory["slope_minus_one_se"] = num((fit->slope - 1) / fit->slope_std_error);
-    for (auto& point : theory["points"])
-      point["residual"] = num(point["observed"].get<double>() - (fit->intercept + fit->slope * point["predicted"].get<double>()));
-  } else {
-    theory["note"] = fit.status().message();
-  }
-  // The fit within each noise level (perturbation), so that an R² carried by the chosen range of σ shows:
-  // within one level the prediction must still order the episodes.
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_noise;
-  for (const auto& point : theory["points"]) {
-    const json& pert = point["perturbation"];
-    auto& [x, y] = by_noise[pert.is_string() ? pert.get<std::string>() : pert.dump()];
-    x.push_back(point["predicted"].get<double>());
-    y.push_back(point["observed"].get<double>());
-  }
-  theory["by_noise"] = json::array();
-  for (const auto& [noise, xy] : by_noise) {
-    json level = {{"perturbation", noise}, {"n", xy.first.size()}};
-    if (auto fit = xy.first.size() >= 3 ? fit_line(xy.first, xy.second) : Result<LinearFit>(Status::Error("fewer than 3 points"));
-        fit.ok()) {
-      level["slope"] = num(fit->slope);
-      level["intercept"] = num(fit->intercept);
-      level["r2"] = num(fit->r_squared);
-      level["slope_std_error"] = num(fit->slope_std_error);
-      level["slope_minus_one_se"] = num((fit->slope - 1) / fit->slope_std_error);
-    } else {
-      level["note"] = fit.status().message();
-    }
-    theory["by_noise"].push_back(level);
-  }
-  out["theory"] = theory;
+  auto recorded = store::decode<std::vector<RunResult>>(out["runs"]);  // the runs as analysis.json declares them
+  if (!recorded) return Status::Error("runs: " + recorded.status().message());
+  out["theory"] = store::encode(theory_check(*recorded));
   std::vector<NoiseRun> noise;
   for (const Run& r : runs)
     if (r.analysed() && !r.noise.rows.empty()) noise.push_back(r.noise);

@@ -378,7 +378,7 @@ struct Page {
                       esc(a.seed)));
       rows.clear();
       classes.clear();
-      for (const analysis::OpVerdict& o : *a.ops) {
+      for (const analysis::OpEvidence& o : *a.ops) {
         rows.push_back({esc(o.op), esc(o.phase), esc(o.verdict), esc(o.compared), esc(o.differing), esc(o.beyond_a),
                         esc(o.beyond_b), esc(o.max_ratio_a), esc(o.max_ratio_b), esc(o.max_abs_ulp_a),
                         esc(o.max_abs_ulp_b)});

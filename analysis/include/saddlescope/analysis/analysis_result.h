@@ -325,13 +325,13 @@ struct DivergenceResult {
   }
 };
 
-struct OpVerdict {  // one op's sampled elements in both runs
+struct OpEvidence {  // one op's sampled elements in both runs
   std::string op, phase, verdict;
   std::optional<std::string> config;
   int64_t compared = 0, differing = 0, beyond_a = 0, beyond_b = 0;
   double max_ratio_a = 0, max_ratio_b = 0, max_abs_ulp_a = 0, max_abs_ulp_b = 0;
   static auto json_keys() {
-    using T = OpVerdict;
+    using T = OpEvidence;
     return std::make_tuple(key("op", &T::op), key("phase", &T::phase), key("verdict", &T::verdict),
                            key("config", &T::config), key("compared", &T::compared), key("differing", &T::differing),
                            key("beyond_a", &T::beyond_a), key("beyond_b", &T::beyond_b),
@@ -362,7 +362,7 @@ struct AttributionResult {
   std::string evidence;  // bitwise | replay | recorded | none
   std::string reason;
   std::optional<int64_t> unmatched_rows;
-  std::optional<std::vector<OpVerdict>> ops;  // always written by the analysis; the report's copy leaves it out
+  std::optional<std::vector<OpEvidence>> ops;  // always written by the analysis; the report's copy leaves it out
   std::optional<Detection> detection;
   static auto json_keys() {
     using T = AttributionResult;
