@@ -20,6 +20,7 @@
 #include "saddlescope/analysis/divergence.h"
 #include "saddlescope/analysis/noise_budget.h"
 #include "saddlescope/analysis/stats.h"
+#include "saddlescope/store/config_view.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/perturbation_spec.h"
 #include "comparisons.h"
@@ -108,10 +109,10 @@ Result<std::string> group_of(const store::RunManifest& m, const std::vector<std:
 
 // The run's curvature probe spec from its config ("" when none).
 std::string curvature_spec(const store::RunManifest& m) {
-  const json& probes = m.config_value("probe");
-  if (probes.is_array())
-    for (const auto& p : probes)
-      if (p.is_string() && p.get<std::string>().rfind("curvature", 0) == 0) return p.get<std::string>();
+  auto config = store::config_view(m);
+  if (config && config->probe)
+    for (const auto& p : *config->probe)
+      if (p.rfind("curvature", 0) == 0) return p;
   return "";
 }
 
@@ -174,11 +175,16 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
   }
   const store::RunManifest& m = dir->manifest();
   r.status = store::status_name(dir->state());
-  if (m.config_value("seed").is_number_integer()) r.seed = m.config_value("seed").get<int64_t>();
-  r.data_seed = m.config_value("data_seed").is_number_integer() ? m.config_value("data_seed").get<int64_t>() : r.seed;
-  if (m.config_value("optimizer").is_string()) r.optimizer = m.config_value("optimizer").get<std::string>();
-  if (m.config_value("dtype").is_string()) r.dtype = m.config_value("dtype").get<std::string>();
-  r.perturbation = m.config_value("perturbation");
+  auto config = store::config_view(m);
+  if (!config) {
+    r.skipped = config.status().message();
+    return r;
+  }
+  r.seed = config->seed.value_or(0);
+  r.data_seed = config->data_seed.value_or(r.seed);
+  r.optimizer = config->optimizer.value_or(r.optimizer);
+  r.dtype = config->dtype.value_or(r.dtype);
+  r.perturbation = config->perturbation.value_or(json());
   auto group = group_of(m, o.group_by);
   if (!group) {
     r.skipped = group.status().message();

@@ -11,6 +11,7 @@
 #include "saddlescope/base/process.h"
 #include "saddlescope/base/remove_tree.h"
 #include "saddlescope/probes/probe_spec.h"
+#include "saddlescope/store/config_view.h"
 #include "saddlescope/store/catalog.h"
 #include "saddlescope/store/run_dir.h"
 
@@ -38,8 +39,8 @@ Estimate Estimator::estimate(const StudyRun& run, bool measure) {
   // and checkpoints (train_s contains them all), and its final evaluation.
   auto rates_of = [](const store::RunManifest& m, Rates* r) {
     if (m.status != store::RunStatus::kCompleted || m.steps_completed < 1) return;
-    std::vector<std::string> probes;  // the config key is `probe` (trainer/config.cpp), a list of specs
-    if (m.config_value("probe").is_array()) probes = m.config_value("probe").get<std::vector<std::string>>();
+    auto config = store::config_view(m);  // its `probe` (trainer/config.cpp): a list of specs
+    const std::vector<std::string> probes = config && config->probe ? *config->probe : std::vector<std::string>{};
     const int64_t evals = probe_evaluations(probes, m.steps_completed);
     const auto& t = m.timings;
     const double plain = std::max(0.0, t.train_s - t.probe_s - t.tap_s - t.checkpoint_s);

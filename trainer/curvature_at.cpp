@@ -4,6 +4,7 @@
 
 #include "saddlescope/gpu/graph.h"
 #include "saddlescope/probes/probe.h"
+#include "saddlescope/store/config_view.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/batches.h"
 #include "saddlescope/trainer/config.h"
@@ -23,11 +24,12 @@ Result<probes::CurvatureEvaluation> curvature_at(const RunConfig& config, int64_
     if (cfg.init_from.empty()) return Status::Error("--at-step needs --init-from RUN_DIR");
     auto run = store::RunDir::open(cfg.init_from);
     if (!run) return Status::Error("--init-from: " + run.status().message());
-    const nlohmann::json& model = run->manifest().config_value("model");
-    if (model.is_string() && model.get<std::string>() != model_name(cfg.model))
-      return Status::Error("--init-from: " + cfg.init_from + " trained model " + model.get<std::string>() +
-                           ", this evaluation builds " + model_name(cfg.model) + " (pass --model " +
-                           model.get<std::string>() + " and that run's other model keys)");
+    auto trained = store::config_view(run->manifest());
+    if (!trained) return Status::Error("--init-from: " + cfg.init_from + "/manifest.json: " + trained.status().message());
+    if (trained->model && *trained->model != model_name(cfg.model))
+      return Status::Error("--init-from: " + cfg.init_from + " trained model " + *trained->model +
+                           ", this evaluation builds " + model_name(cfg.model) + " (pass --model " + *trained->model +
+                           " and that run's other model keys)");
     auto dir = run->snapshot_path(at_step);
     if (!dir) return Status::Error("--at-step: " + dir.status().message() + " (train with --snapshot-every)");
     cfg.init_from = *dir;

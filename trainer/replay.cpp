@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "saddlescope/probes/op_taps.h"
+#include "saddlescope/store/config_view.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/store/schema.h"
 #include "saddlescope/trainer/batches.h"
@@ -43,9 +44,12 @@ Result<std::string> matching_snapshot(const std::string& run_dir, int64_t step, 
   }
   for (const auto& [name, array] : *snap)
     if (mismatch.empty() && !named.contains(name)) mismatch = "the replayed model has no parameter " + name;
-  if (!mismatch.empty())
-    return Status::Error(fmt::format("{}: another architecture than the replayed config ({}); its model is {}", *dir,
-                                     mismatch, run->manifest().config_value("model").dump()));
+  if (!mismatch.empty()) {
+    auto trained = store::config_view(run->manifest());
+    const std::string model = trained && trained->model ? "\"" + *trained->model + "\"" : "null";
+    return Status::Error(
+        fmt::format("{}: another architecture than the replayed config ({}); its model is {}", *dir, mismatch, model));
+  }
   return *dir;
 }
 

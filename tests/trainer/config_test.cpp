@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saddlescope/store/config_view.h"
 #include "saddlescope/store/run_dir.h"
 #include "saddlescope/trainer/config_choices.h"
 #include "temp_dir.h"
@@ -577,6 +578,42 @@ TEST(ConfigKernels, ChoicesErrorsAndRunIds) {
   EXPECT_NE(fused.identity(), plain.identity());
   EXPECT_NE(fused.run_prefix().find("-fused-"), std::string::npos) << fused.run_prefix();
   EXPECT_EQ(fused.to_json()["kernels"], "fused");
+}
+
+}  // namespace
+}  // namespace saddlescope::trainer
+
+namespace saddlescope::trainer {
+namespace {
+
+// store::ConfigView names config keys the analysis, the study's estimates and replays read from a
+// manifest; each must be a key of the trainer's table, of the same kind (a list where the table's is one).
+TEST(ConfigView, EveryKeyItReadsIsAKeyOfTheTrainersTable) {
+  const auto& keys = config_keys();
+  for (const std::string& k : store::declared_keys<store::ConfigView>()) {
+    EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k << " is no config key (trainer/config.h)";
+    EXPECT_EQ(config_is_list(k), k == "probe") << k;
+  }
+  // And it reads what a resolved config writes into a manifest.
+  ConfigBuilder b;
+  ASSERT_TRUE(b.set_flag("seed", "7").ok());
+  ASSERT_TRUE(b.set_flag("optimizer", "sgd").ok());
+  ASSERT_TRUE(b.set_flag("probe", "curvature:every=10").ok());
+  auto cfg = b.resolve();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  store::RunManifest m;
+  m.config = cfg->to_json();
+  auto v = store::config_view(m);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->seed, 7);
+  EXPECT_EQ(v->data_seed, 7);
+  EXPECT_EQ(v->optimizer, "sgd");
+  EXPECT_EQ(v->dtype, "float32");
+  EXPECT_EQ(v->model, "autoencoder");
+  ASSERT_TRUE(v->probe.has_value());
+  EXPECT_EQ(v->probe->size(), 1u);
+  m.config["seed"] = "x";
+  EXPECT_EQ(store::config_view(m).status().message(), "config.seed: expected an integer, got \"x\"");
 }
 
 }  // namespace
