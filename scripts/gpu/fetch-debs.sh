@@ -10,7 +10,7 @@ root=$(git rev-parse --show-toplevel)
 mkdir -p "$root/.gpu/debs"
 grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$root/.git/info/exclude"
 pkgs=(libmpfr-dev libgmp-dev nlohmann-json3-dev libcli11-dev
-      libtomlplusplus-dev libtomlplusplus3 libsqlite3-dev ${EXTRA_DEBS:-})
+      libtomlplusplus-dev libtomlplusplus3 libsqlite3-dev zlib1g-dev zlib1g ${EXTRA_DEBS:-})
 (cd "$root/.gpu/debs" && apt-get download "${pkgs[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
 cp "$here/build.sh" "$root/.gpu/build.sh"
 du -sh "$root/.gpu"
