@@ -261,6 +261,70 @@ store::RunManifest new_manifest(const RunConfig& cfg, const std::string& run_id,
   return m;
 }
 
+// The run's directory: created (replacing an earlier run's with `replace`), or for a resumed run the
+// existing one with its manifest, latest checkpoint and the metrics rows before it. Errors name the
+// directory: another config's run, a run that has ended, no checkpoint yet.
+struct OpenedRun {
+  std::string dir;
+  std::optional<store::RunManifest> previous;  // resumed: its manifest
+  std::optional<Checkpoint> checkpoint;        // resumed: where it continues
+  std::vector<store::MetricsRow> kept_metrics; // resumed: the rows before the checkpoint
+};
+
+Result<OpenedRun> open_run(const std::string& out, const std::string& run_id, const TrainOptions& options) {
+  OpenedRun o;
+  if (!options.resume) {
+    auto created = store::create_run_dir(out, run_id, options.replace);
+    if (!created) return created.status();
+    o.dir = *created;
+    return o;
+  }
+  o.dir = options.resume_dir;
+  const std::string& dir = o.dir;
+  auto run = store::RunDir::open(dir);
+  if (!run) return run.status();
+  const store::RunManifest& pm = run->manifest();
+  if (pm.run_id != run_id)
+    return Status::Error(dir + ": its config gives run id " + run_id + ", the manifest says " + pm.run_id);
+  if (pm.status == store::RunStatus::kCompleted || pm.status == store::RunStatus::kDiverged)
+    return Status::Error(dir + ": the run has ended (" + store::status_name(pm.status) + "); nothing to resume");
+  if (!pm.checkpoint_step)
+    return Status::Error(dir + ": no checkpoint to resume from (stopped at step " + std::to_string(pm.steps_completed) +
+                         " before its first one); train it again with --force");
+  auto c = load_checkpoint(dir, *pm.checkpoint_step);
+  if (!c) return c.status();
+  o.checkpoint = std::move(*c);
+  auto rows = run->metrics();
+  if (!rows) return rows.status();
+  for (const auto& r : *rows)
+    if (r.step < o.checkpoint->step) o.kept_metrics.push_back(r);
+  o.previous = pm;
+  return o;
+}
+
+// How the loop ended, into the manifest: failed (with the error), interrupted (by which signal),
+// diverged (at which step, why) or completed (with the final loss).
+store::RunStatus record_outcome(const Status& status, const TrainResult& result, store::RunManifest& m) {
+  m.timings.train_s = result.train_s;
+  m.steps_completed = result.steps_completed;
+  m.steps_per_s = result.train_s > 0 ? std::optional<double>(result.steps_completed / result.train_s) : std::nullopt;
+  if (!status.ok()) {
+    m.error = status.message();
+    return store::RunStatus::kFailed;
+  }
+  if (result.stop_signal) {
+    m.stopped_by = signal_name(result.stop_signal);
+    return store::RunStatus::kInterrupted;
+  }
+  if (result.diverged_at_step) {
+    m.diverged_at_step = result.diverged_at_step;
+    m.diverged_reason = result.diverged_reason.empty() ? "loss not finite" : result.diverged_reason;
+    return store::RunStatus::kDiverged;
+  }
+  m.final_loss = result.final_loss;
+  return store::RunStatus::kCompleted;
+}
+
 }  // namespace
 
 Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
@@ -291,35 +355,9 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   auto lock = store::RunLock::acquire(cfg.out, run_id);
   if (!lock) return lock.status();
 
-  std::optional<store::RunManifest> previous;
-  std::optional<Checkpoint> checkpoint;
-  std::vector<store::MetricsRow> kept_metrics;
-  std::string dir;
-  if (options.resume) {
-    dir = options.resume_dir;
-    auto run = store::RunDir::open(dir);
-    if (!run) return run.status();
-    const store::RunManifest& pm = run->manifest();
-    if (pm.run_id != run_id)
-      return Status::Error(dir + ": its config gives run id " + run_id + ", the manifest says " + pm.run_id);
-    if (pm.status == store::RunStatus::kCompleted || pm.status == store::RunStatus::kDiverged)
-      return Status::Error(dir + ": the run has ended (" + store::status_name(pm.status) + "); nothing to resume");
-    if (!pm.checkpoint_step)
-      return Status::Error(dir + ": no checkpoint to resume from (stopped at step " + std::to_string(pm.steps_completed) +
-                           " before its first one); train it again with --force");
-    auto c = load_checkpoint(dir, *pm.checkpoint_step);
-    if (!c) return c.status();
-    checkpoint = std::move(*c);
-    auto rows = run->metrics();
-    if (!rows) return rows.status();
-    for (const auto& r : *rows)
-      if (r.step < checkpoint->step) kept_metrics.push_back(r);
-    previous = pm;
-  } else {
-    auto created = store::create_run_dir(cfg.out, run_id, options.replace);
-    if (!created) return created.status();
-    dir = *created;
-  }
+  auto opened = open_run(cfg.out, run_id, options);
+  if (!opened) return opened.status();
+  auto& [dir, previous, checkpoint, kept_metrics] = *opened;
   int64_t resume_from = checkpoint ? checkpoint->step : -1;
 
   int64_t probe_asked = probe_examples_needed(specs, cfg.batch_size);
@@ -373,24 +411,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   }
 
   store::RunManifest& m = record.manifest();
-  m.timings.train_s = result.train_s;
-  m.steps_completed = result.steps_completed;
-  m.steps_per_s = result.train_s > 0 ? std::optional<double>(result.steps_completed / result.train_s) : std::nullopt;
-  store::RunStatus final_status;
-  if (!status.ok()) {
-    final_status = store::RunStatus::kFailed;
-    m.error = status.message();
-  } else if (result.stop_signal) {
-    final_status = store::RunStatus::kInterrupted;
-    m.stopped_by = signal_name(result.stop_signal);
-  } else if (result.diverged_at_step) {
-    final_status = store::RunStatus::kDiverged;
-    m.diverged_at_step = result.diverged_at_step;
-    m.diverged_reason = result.diverged_reason.empty() ? "loss not finite" : result.diverged_reason;
-  } else {
-    final_status = store::RunStatus::kCompleted;
-    m.final_loss = result.final_loss;
-  }
+  const store::RunStatus final_status = record_outcome(status, result, m);
   Status written = record.finish(final_status);
   index_run(cfg.out, dir);
   if (!status.ok()) return status;
@@ -404,8 +425,6 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     result.baseline_cross_entropy = m.evaluation->baseline_cross_entropy;
     result.accuracy = m.evaluation->accuracy;
   }
-
-  index_run(cfg.out, dir);
   return result;
 }
 
