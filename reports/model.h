@@ -53,6 +53,10 @@ Result<StudyData> load_study(const std::string& dir, const ReportOptions& option
 // the analysis are copied verbatim. Its invariance section and figures are added by write_report.
 ReportModel build_model(const StudyData& study);
 
+// The verdict (verdict.cpp): each comparison of the analysis in words, with its power and cause, and the
+// headline over all of them, at level `alpha`.
+VerdictModel verdict_model(const StudyData& study, double alpha);
+
 // The figures the study's data allow, in report order; sections without data get none (the model says
 // why). Their names and captions are added to model.figures.
 std::vector<Figure> build_figures(const StudyData& study, ReportModel& model);
