@@ -16,4 +16,12 @@ Result<AnalysisResult> decode_analysis(const nlohmann::json& j) {
 
 nlohmann::json encode_analysis(const AnalysisResult& a) { return store::encode(a); }
 
+Result<AnalysisResult> decode_analysis_exact(const nlohmann::json& j) {
+  auto typed = decode_analysis(j);
+  if (!typed) return typed;
+  const nlohmann::json patch = nlohmann::json::diff(encode_analysis(*typed), j);
+  if (!patch.empty()) return Status::Error("not what analysis_result.h declares: " + patch.front().dump());
+  return typed;
+}
+
 }  // namespace saddlescope::analysis

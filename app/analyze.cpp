@@ -71,10 +71,11 @@ Result<store::CurvatureRow> curvature_at(const std::string& self, const std::str
 }
 
 // Writes analysis.json and its tables into `dir` (an AtomicDir's path) and commits it; returns the
-// verdict to print, read through analysis.json's types (analysis_result.h). A value the types do not
-// hold would be the analysis's bug: an error naming the key, and nothing committed.
+// verdict to print, read through analysis.json's types (analysis_result.h). The analysis must be
+// exactly what the types hold (decoded and encoded again, the same JSON): anything else would be the
+// analysis's bug, an error naming the key, and nothing committed.
 Result<std::string> write_analysis(store::AtomicDir& dir, const nlohmann::json& a) {
-  auto typed = analysis::decode_analysis(a);
+  auto typed = analysis::decode_analysis_exact(a);
   if (!typed) return Status::Error("analysis.json: " + typed.status().message());
   Status st = store::write_file_atomic(dir.path() + "/analysis.json", analysis::analysis_json(a));
   for (const auto& [name, text] : analysis::analysis_tables(a))

@@ -122,6 +122,12 @@ TEST(AnalysisResult, AWrongTypeOrAMissingKeyIsAnErrorNamingItsPath) {
   // A key left out when empty may be left out; a key the types do not declare is ignored.
   EXPECT_EQ(error([](json& j) { j.erase("noise_budget"); }), "(no error)");
   EXPECT_EQ(error([](json& j) { j["runs"][0]["from_a_newer_writer"] = 1; }), "(no error)");
+  // An analysis this build has just made must be exactly what the types hold: `analyze` checks so.
+  EXPECT_TRUE(decode_analysis_exact(*a).ok());
+  json extra = *a;
+  extra["runs"][0]["undeclared"] = 1;
+  EXPECT_EQ(decode_analysis_exact(extra).status().message(),
+            "not what analysis_result.h declares: {\"op\":\"add\",\"path\":\"/runs/0/undeclared\",\"value\":1}");
 }
 
 TEST(AnalysisResult, TheDocumentationNamesEveryDeclaredKey) {

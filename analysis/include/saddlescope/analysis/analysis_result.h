@@ -576,5 +576,9 @@ struct AnalysisResult {
 Result<AnalysisResult> decode_analysis(const nlohmann::json& j);
 // The types as analysis.json's value (analysis_json() in study_analysis.h makes it the file's text).
 nlohmann::json encode_analysis(const AnalysisResult& a);
+// decode_analysis, for an analysis this build has just made: it must also be exactly what the types
+// hold — encoded again, the same JSON. Else an error with the first JSON Patch operation from the
+// declared form to `j` ({"op":"add","path":"/runs/0/x",...}: a key the types do not declare).
+Result<AnalysisResult> decode_analysis_exact(const nlohmann::json& j);
 
 }  // namespace saddlescope::analysis
