@@ -33,10 +33,6 @@ using nlohmann::json;
 
 using detail::num;
 
-template <class T>
-json opt(const std::optional<T>& x) {
-  return x ? json(*x) : json(nullptr);
-}
 
 using study::Group;
 using study::Run;
@@ -46,6 +42,7 @@ using study::divergence_json;
 using study::parallel_for;
 using study::read_run;
 using study::run_json;
+using study::opt;
 using study::run_names;
 using study::theory_check;
 

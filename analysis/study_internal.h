@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,14 @@
 #include "saddlescope/store/run_dir.h"
 
 namespace saddlescope::analysis::study {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// An optional as analysis.json holds it: the value, or null.
+template <class T>
+nlohmann::json opt(const std::optional<T>& x) {
+  return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+}
 
 struct Run {
   std::string id, path, group;
@@ -47,6 +56,7 @@ struct Run {
   std::string optimizer = "adam";
   std::string dtype = "float32";
   nlohmann::json perturbation;  // the config's perturbation spec
+  std::string curvature_spec;   // the config's curvature probe ("" when none): the refine pass evaluates it
 
   bool analysed() const { return skipped.empty(); }
 };

@@ -27,12 +27,7 @@ using detail::num;
 // it they have separated and the distance saturates.
 constexpr double kGrowthCeiling = 0.1;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-template <class T>
-json opt(const std::optional<T>& x) {
-  return x ? json(*x) : json(nullptr);
-}
 
 }  // namespace
 

@@ -23,13 +23,8 @@ namespace saddlescope::analysis::study {
 namespace {
 
 using nlohmann::json;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using detail::num;
 
-template <class T>
-json opt(const std::optional<T>& x) {
-  return x ? json(*x) : json(nullptr);
-}
 
 }  // namespace
 
@@ -73,15 +68,6 @@ Result<std::string> group_of(const store::RunManifest& m, const std::vector<std:
   return name;
 }
 
-// The run's curvature probe spec from its config ("" when none).
-std::string curvature_spec(const store::RunManifest& m) {
-  auto config = store::config_view(m);
-  if (config && config->probe)
-    for (const auto& p : *config->probe)
-      if (p.rfind("curvature", 0) == 0) return p;
-  return "";
-}
-
 // The refine pass: curvature at the snapshots inside each episode's entry and exit windows, then the
 // episodes again over every row.
 void refine(Run& r, std::vector<store::CurvatureRow> rows, const AnalysisOptions& o, const CurvatureAt& at) {
@@ -95,9 +81,8 @@ void refine(Run& r, std::vector<store::CurvatureRow> rows, const AnalysisOptions
   for (int64_t s : r.dir->snapshot_steps())
     for (const auto& [lo, hi] : windows)
       if (s > lo && s < hi && !probed.count(s)) wanted.insert(s);
-  const std::string spec = curvature_spec(r.dir->manifest());
   for (int64_t s : wanted) {
-    auto row = at(r.dir->path(), s, spec);
+    auto row = at(r.dir->path(), s, r.curvature_spec);
     if (!row) {
       r.refine_note = fmt::format("step {}: {}", s, row.status().message());
       return;
@@ -151,6 +136,8 @@ Run read_run(const std::string& study_dir, const std::string& name, const Analys
   r.optimizer = config->optimizer.value_or(r.optimizer);
   r.dtype = config->dtype.value_or(r.dtype);
   r.perturbation = config->perturbation.value_or(json());
+  for (const auto& p : config->probe.value_or(std::vector<std::string>{}))
+    if (p.rfind("curvature", 0) == 0 && r.curvature_spec.empty()) r.curvature_spec = p;
   auto group = group_of(m, o.group_by);
   if (!group) {
     r.skipped = group.status().message();
