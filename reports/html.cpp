@@ -180,7 +180,7 @@ struct Page {
       rows.push_back({esc(c.a) + " vs " + esc(c.b), word(c.findings.final_loss),
                       esc(d.estimate) + " <span class=\"note\">(" + esc(d.kind) + ")</span>",
                       "[" + esc(d.low) + ", " + esc(d.high) + "]",
-                      esc(fl.cliffs_delta ? show(*fl.cliffs_delta) : show(json())) + " " + esc(fl.magnitude.value_or("—")),
+                      esc(fl.cliffs_delta) + " " + esc(fl.magnitude.value_or("—")),
                       esc(show_p(fl.p_holm)),
                       std::isfinite(pw.detectable_shift_sd) ? esc(pw.detectable_shift_sd) + " SD"
                                                             : "none <span class=\"note\">(min p " + esc(show_p(pw.min_p)) + ")</span>",

@@ -74,7 +74,7 @@ std::string render_markdown(const ReportModel& m) {
     const TestPower& pw = c.power.final_loss;
     rows.push_back({cell(c.a) + " vs " + cell(c.b), cell(c.findings.final_loss),
                     cell(d.estimate) + " (" + cell(d.kind) + ")", "[" + cell(d.low) + ", " + cell(d.high) + "]",
-                    fl.cliffs_delta ? cell(*fl.cliffs_delta) : cell(json()), cell(show_p(fl.p_holm)),
+                    cell(fl.cliffs_delta), cell(show_p(fl.p_holm)),
                     std::isfinite(pw.detectable_shift_sd) ? cell(pw.detectable_shift_sd) + " SD"
                                                           : "none (min p " + cell(show_p(pw.min_p)) + ")",
                     cell(c.findings.escape), cell(show_p(c.logrank.p_holm)), cell(c.findings.cause)});
@@ -103,7 +103,7 @@ std::string render_markdown(const ReportModel& m) {
   s += table({"config", "runs", "median final loss", "q1", "q3"}, rows);
   for (const NotLearning& r : m.loss.not_learning)
     s += fmt::format("- **does not learn:** {} seed {}: evaluation MSE {} against the baseline's {}\n",
-                     r.group ? *r.group : show(json()), show(r.seed), show(r.eval_mse), show(r.baseline_mse));
+                     show(r.group), show(r.seed), show(r.eval_mse), show(r.baseline_mse));
   s += figures(m, "loss");
 
   s += "## 4. Saddle episodes\n\n";

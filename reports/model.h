@@ -86,6 +86,10 @@ std::string run_label(const analysis::RunResult& run);
 std::string show(const nlohmann::json& v);
 std::string show(double v);
 std::string show(int64_t v);
+template <class T>
+std::string show(const std::optional<T>& v) {  // "—" when empty
+  return v ? show(*v) : show(nlohmann::json());
+}
 // A p-value: 4 decimals, "< 0.0001" below that, "—" for null.
 std::string show_p(const nlohmann::json& v);
 std::string show_p(double p);

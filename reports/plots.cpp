@@ -225,7 +225,7 @@ std::optional<Figure> survival_figure(const StudyData& s) {
       "Kaplan–Meier estimate of the fraction of runs still in their first saddle episode, against the optimiser "
       "steps since it was entered, with its pointwise {}% confidence band (log(−log) scale, Greenwood); crosses "
       "mark censored runs (still in the saddle at their last probe step).",
-      show(json(100 * s.analysis.definitions.level)));
+      show(100 * s.analysis.definitions.level));
   f.data = {{"", csv.body}, {"_censored", marks.body}};
   std::string cmds = "set xlabel 'optimiser steps since the saddle was entered'\nset ylabel 'runs still in the saddle "
                      "(fraction)'\nset yrange [0:1.05]\n";
@@ -288,8 +288,8 @@ std::optional<Figure> theory_figure(const StudyData& s) {
   if (fit)
     cmds += fmt::format(
         ", \\\n  {} + {}*x with lines lt 1 dt 1 lw 1.5 title {}", num(th.intercept), num(th.slope),
-        gp_string(fmt::format("fit: observed = {} + {} × predicted (R² {}, n {})", show(json(th.intercept)),
-                              show(json(th.slope)), show(number_or_null(th.r2)), show(json(th.n)))));
+        gp_string(fmt::format("fit: observed = {} + {} × predicted (R² {}, n {})", show(th.intercept),
+                              show(th.slope), show(th.r2), show(th.n))));
   if (n > static_cast<int>(fitted.size()) || fitted.empty())
     cmds += ", \\\n  ARG3 using 'predicted':(column('in_fit')==0 ? column('observed') : NaN) with points lt 3 pt 6 "
             "ps 1.2 title 'not fitted (other optimisers; curvature exits)'";

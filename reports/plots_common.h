@@ -26,7 +26,6 @@ inline constexpr size_t kMaxCurvePoints = 300;  // per group: enough for a smoot
 
 inline std::string num(double v) { return std::isfinite(v) ? store::format_double(v) : "NaN"; }
 inline std::string num(const json& v) { return v.is_number() ? num(v.get<double>()) : "NaN"; }
-inline json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 // A text field, last in its row: quoted, so that a comma in a group name stays in its field.
 inline std::string text(const std::string& s) {
   std::string out = "\"";

@@ -105,7 +105,6 @@ std::string comparison_sentence(const ComparisonModel& c) {
   const Findings& f = c.findings;
   std::string s = fmt::format("{} vs {}: ", c.a, c.b);
   const SampleTest& fl = c.final_loss;
-  auto opt_show = [](const std::optional<double>& v) { return v ? show(*v) : show(json()); };
   if (f.final_loss == "not testable") {
     s += "final loss not testable";
   } else {
@@ -115,12 +114,12 @@ std::string comparison_sentence(const ComparisonModel& c) {
                        f.final_loss, show(paired->n_pairs), show(paired->mean_difference), show(paired->t_ci_low),
                        show(paired->t_ci_high), show_percent(paired->relative_mean_difference),
                        show_percent(paired->relative_t_ci_low), show_percent(paired->relative_t_ci_high),
-                       show_p(fl.p_holm), opt_show(required(fl.cliffs_delta, "cliffs_delta")));
+                       show_p(fl.p_holm), show(required(fl.cliffs_delta, "cliffs_delta")));
     else
       s += fmt::format("final loss {} (median difference {} [{}, {}], Cliff's δ {}, Holm p {})", f.final_loss,
-                       opt_show(required(fl.median_difference, "median_difference")),
-                       opt_show(required(fl.ci_low, "ci_low")), opt_show(required(fl.ci_high, "ci_high")),
-                       opt_show(required(fl.cliffs_delta, "cliffs_delta")), show_p(fl.p_holm));
+                       show(required(fl.median_difference, "median_difference")),
+                       show(required(fl.ci_low, "ci_low")), show(required(fl.ci_high, "ci_high")),
+                       show(required(fl.cliffs_delta, "cliffs_delta")), show_p(fl.p_holm));
     const TestPower& pw = c.power.final_loss;
     if (f.final_loss != "differs") {
       const std::string sizes = pw.pairs ? fmt::format("{} pairs", show(*pw.pairs))
@@ -142,7 +141,7 @@ std::string comparison_sentence(const ComparisonModel& c) {
   else s += fmt::format("; escape {} (log-rank Holm p {})", f.escape, show_p(c.logrank.p_holm));
   if (const auto& at = c.attribution) {
     const std::string& v = at->verdict;
-    const std::string step = at->step ? show(*at->step) : show(json());
+    const std::string step = show(at->step);
     if (v == "identical") s += "; the paired runs are bitwise identical";
     else if (v == "rounding")
       s += fmt::format("; their runs differ only within float32's rounding bound (first at {} {}, step {})",
