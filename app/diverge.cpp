@@ -161,22 +161,9 @@ std::optional<std::pair<std::string, std::string>> tap_key(const analysis::First
   return std::nullopt;
 }
 
-// Rows of the kernel and phase at `module` (the found op's, when the taps name ops as the trace does,
-// e.g. encoder.fc1), else at every op of that kernel and phase.
-Side measure(const std::string& run_dir, int64_t step, const std::string& module, const std::string& kernel,
-             const std::string& phase, const std::string& out) {
-  Side side;
-  Status st = run_process({self_path(), "replay", run_dir, "--step", std::to_string(step), "--ops",
-                           fmt::format("ops:at={},k=64,clamp=true", step), "--out", out});
-  if (!st.ok()) {
-    side.error = st.message();
-    return side;
-  }
-  auto rows = store::read_table<store::OpRow>(out, store::kOps);
-  if (!rows) {
-    side.error = rows.status().message();
-    return side;
-  }
+// Adds to `side` the measured rows of the kernel and phase, at `module` when the taps name it.
+void count(const std::vector<store::OpRow>& rows, const std::string& module, const std::string& kernel,
+           const std::string& phase, Side* side) {
   // Built-in models' taps name an op by its layer ("encoder.fc1", kernel linear); generic taps by layer and
   // the ATen op inside ("encoder.fc1:addmm", kernel addmm).
   auto family = [](const std::string& k) -> std::string {
@@ -185,15 +172,41 @@ Side measure(const std::string& run_dir, int64_t step, const std::string& module
     return k;
   };
   auto at_module = [&](const store::OpRow& r) { return r.op == module || r.op.rfind(module + ":", 0) == 0; };
-  const bool named = !module.empty() && std::any_of(rows->begin(), rows->end(), at_module);
-  for (const auto& r : *rows) {
+  const bool named = !module.empty() && std::any_of(rows.begin(), rows.end(), at_module);
+  for (const auto& r : rows) {
     if (family(r.kernel) != family(kernel) || r.phase != phase || (r.flag != "within" && r.flag != "beyond")) continue;
     if (named && !at_module(r)) continue;
-    ++side.measured;
-    side.beyond += r.flag == "beyond";
-    side.max_ulp = std::max(side.max_ulp, std::fabs(r.ulp_error));
+    ++side->measured;
+    side->beyond += r.flag == "beyond";
+    side->max_ulp = std::max(side->max_ulp, std::fabs(r.ulp_error));
   }
-  if (side.measured == 0) side.error = fmt::format("the op taps measured no {} {} result at step {}", kernel, phase, step);
+}
+
+// Rows of the kernel and phase at `module` (the found op's, when the taps name ops as the trace does,
+// e.g. encoder.fc1), else at every op of that kernel and phase: from the model's own taps first, then,
+// when they sample no such result (a built-in model's convolution input gradient), from taps on every
+// ATen op (aten=true).
+Side measure(const std::string& run_dir, int64_t step, const std::string& module, const std::string& kernel,
+             const std::string& phase, const std::string& out) {
+  Side side;
+  for (const char* aten : {"", ",aten=true"}) {
+    side = Side{};
+    const std::string dir = out + (*aten ? "-aten" : "");
+    Status st = run_process({self_path(), "replay", run_dir, "--step", std::to_string(step), "--ops",
+                             fmt::format("ops:at={},k=64,clamp=true{}", step, aten), "--out", dir});
+    if (!st.ok()) {
+      side.error = st.message();
+      return side;
+    }
+    auto rows = store::read_table<store::OpRow>(dir, store::kOps);
+    if (!rows) {
+      side.error = rows.status().message();
+      return side;
+    }
+    count(*rows, module, kernel, phase, &side);
+    if (side.measured > 0) return side;
+  }
+  side.error = fmt::format("the op taps measured no {} {} result at step {}", kernel, phase, step);
   return side;
 }
 

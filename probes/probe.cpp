@@ -294,21 +294,28 @@ class NoiseProbe : public Probe {
     } else {
       row.grad_norm = g32.norm().item<double>();
     }
-    // Σ‖g_i‖², ‖Σ g_i‖², and the same moments of the projections g_i·v.
-    at::Tensor sum;
-    double squares = 0, proj_sum = 0, proj_squares = 0;
+    // Σ‖g_i‖², ‖Σ g_i‖², and the same moments of the projections g_i·v, summed on the gradients' device
+    // in the order a host loop would (the same bits), and read back once: a read per example would
+    // wait for the device k times, which on a GPU costs more than the k passes.
+    at::Tensor sum, squares, proj_sum, proj_squares;
+    const at::Tensor v_here = along ? v.to(g32.device()) : at::Tensor();
+    const auto add = [](at::Tensor& acc, const at::Tensor& x) { acc = acc.defined() ? acc + x : x; };
     for (int64_t i = 0; i < row.examples; ++i) {
       const at::Tensor gi = flat_gradient(model.probe_loss_range(i, 1), model.params).to(at::kDouble);
-      squares += gi.dot(gi).item<double>();
-      sum = sum.defined() ? sum + gi : gi;
+      add(squares, gi.dot(gi));
+      add(sum, gi);
       if (along) {
-        const double p = gi.dot(v.to(gi.device())).item<double>();
-        proj_sum += p, proj_squares += p * p;
+        const at::Tensor p = gi.dot(v_here);
+        add(proj_sum, p);
+        add(proj_squares, p * p);
       }
     }
-    row.sampling_norm = sampling_noise(squares, sum.dot(sum).item<double>(), row.examples, row.batch,
-                                       model.train_examples);
-    row.sampling_vmin = along ? sampling_noise(proj_squares, proj_sum * proj_sum, row.examples, row.batch,
+    const at::Tensor zero = at::zeros({}, squares.options());
+    const at::Tensor moments =
+        at::stack({squares, sum.dot(sum), along ? proj_sum : zero, along ? proj_squares : zero}).cpu();
+    const double* m = moments.data_ptr<double>();
+    row.sampling_norm = sampling_noise(m[0], m[1], row.examples, row.batch, model.train_examples);
+    row.sampling_vmin = along ? sampling_noise(m[3], m[2] * m[2], row.examples, row.batch,
                                                model.train_examples)
                               : kNaN;
     row.ratio = row.rounding_norm / row.sampling_norm;  // inf or NaN where sampling noise is 0: said so
@@ -319,11 +326,11 @@ class NoiseProbe : public Probe {
         grads.push_back(g32.narrow(0, offset, p.numel()).view(p.sizes()));
         offset += p.numel();
       }
-      double norm2 = 0;
+      at::Tensor norm2;
       for (const auto& d : model.gradient_noise(grads, static_cast<uint64_t>(spec_.get_int("seed")) * 1000003u +
                                                            static_cast<uint64_t>(step)))
-        norm2 += d.to(at::kDouble).pow(2).sum().item<double>();
-      row.perturbation_norm = std::sqrt(norm2);
+        add(norm2, d.to(at::kDouble).pow(2).sum());
+      row.perturbation_norm = norm2.defined() ? std::sqrt(norm2.item<double>()) : 0.0;
     }
     row.probe_s = std::chrono::duration<double>(Clock::now() - t0).count();
     csv_.append(row);

@@ -40,7 +40,7 @@ const std::vector<Probe>& probes() {
       {"ops",
        {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},
         {"only", Type::kNames, "", 0}, {"wgrad", Type::kBool, "true", 0}, {"seed", Type::kInt, "0", 0},
-        {"clamp", Type::kBool, "", 0}}},  // "" (false): left out of the resolved spec, so run ids stay
+        {"clamp", Type::kBool, "", 0}, {"aten", Type::kBool, "", 0}}},  // "" (false): left out of the resolved spec, so run ids stay
   };
   return p;
 }

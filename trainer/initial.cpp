@@ -23,6 +23,18 @@ std::vector<std::pair<std::string, at::Tensor>> named_parameters(Model& model) {
   return named;
 }
 
+bool generic_op_taps(const RunConfig& cfg, const std::vector<probes::ProbeSpec>& specs) {
+  if (cfg.model == ModelKind::kTorchScript) return true;
+  for (const auto& s : specs)
+    if (s.name == "ops" && s.get_bool("aten")) return true;
+  return false;
+}
+
+void attach_op_taps(Model& model, const RunConfig& cfg, bool generic, const std::shared_ptr<probes::OpTaps>& taps) {
+  model.set_op_taps(taps);
+  if (taps && generic && cfg.model != ModelKind::kTorchScript) taps->name_parameters(named_parameters(model));
+}
+
 Result<std::shared_ptr<Model>> initial_model(const RunConfig& cfg, const Dataset& data, Perturber& perturb,
                                              nlohmann::json* applied) {
   auto model = make_model(cfg, data);

@@ -89,7 +89,7 @@ Result<ReplayResult> replay_step(const RunConfig& config, const std::string& par
   model = initial_model(cfg, *data, none, &unused);
   if (!model) return model.status();
   std::vector<probes::TapOp> tap_ops = (*model)->tap_ops(cfg.batch_size);
-  const bool generic_taps = cfg.model == ModelKind::kTorchScript;  // a module names no ops: every ATen op
+  const bool generic_taps = generic_op_taps(cfg, {*spec});
   if (!generic_taps) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(*spec, tap_ops));
 
   // The batch of `step` (and the next one): the data order replayed as a resumed run does.
@@ -108,7 +108,7 @@ Result<ReplayResult> replay_step(const RunConfig& config, const std::string& par
   {
     auto taps = probes::OpTaps::create({*spec}, tap_ops, dir->path(), -1, generic_taps);
     if (!taps) return taps.status();
-    (*model)->set_op_taps(*taps);
+    attach_op_taps(**model, cfg, generic_taps, *taps);
     TrainStep train_step(**model, none, optimizer_options(cfg), /*graphs=*/false, alias_target);
     (*taps)->arm(step);
     train_step.compute(batch, /*eager=*/true, next);

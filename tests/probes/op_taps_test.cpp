@@ -473,6 +473,12 @@ TEST(OpTaps, BadSpecsAreClearErrors) {
   EXPECT_EQ(error("ops:k=10", small),
             "probe 'ops:k=10': k = 10 exceeds the 9 weight elements of conv (leave it out with only=, or wgrad=false)");
   EXPECT_EQ(error("ops:k=10,wgrad=false", small), "ok");
+  // aten: every ATen op observed (trainer/initial.h); left out of the resolved spec unless given, so the
+  // run ids of runs that never name it stay as they were.
+  EXPECT_EQ(spec("ops:k=4").resolved(), "ops:every=1000,k=4,seed=0,wgrad=true");
+  EXPECT_EQ(spec("ops:k=4,aten=true").resolved(), "ops:aten=true,every=1000,k=4,seed=0,wgrad=true");
+  EXPECT_NE(parse_probe_spec("ops:aten=yes").status().message().find("aten must be true or false"), std::string::npos)
+      << parse_probe_spec("ops:aten=yes").status().message();
   // clamp: k at most, an op with fewer elements sampled whole (the analysis's replays of any model).
   EXPECT_EQ(error("ops:k=10,clamp=true", small), "ok");
   EXPECT_EQ(error("ops:k=31,clamp=true", kLinearOps), "ok");

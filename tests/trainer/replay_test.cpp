@@ -63,6 +63,24 @@ TEST(Replay, ReplayedStepGivesTheRunsOwnOpTapsBitForBit) {
   EXPECT_GT(wgrad, 0);
 }
 
+// aten=true: a built-in model's step is tapped on every ATen op, named by its parameters as a module's
+// are — the data gradient of its Linear layers (mm), which its named taps never sample, among them.
+TEST(Replay, AtenTapsOnABuiltInModelSampleOpsItsNamedTapsDoNot) {
+  testing::TempDir dir;
+  auto [cfg, run] = tapped_run(dir);
+  auto r = replay_step(cfg, run, 20, "ops:at=20,k=4,clamp=true,aten=true", dir.file("aten"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int named_fwd = 0, dgrad = 0;
+  for (const auto& row : ops_of(dir.file("aten"))) {
+    named_fwd += row.op == "encoder.fc1:addmm" && row.phase == "fwd" && row.flag == "within";
+    dgrad += row.phase == "dgrad" && row.kernel == "mm" && row.flag == "within";
+  }
+  EXPECT_EQ(named_fwd, 4);
+  EXPECT_GT(dgrad, 0);
+  for (const auto& row : ops_of(run))  // the named taps: the loss's own gradient is their only dgrad
+    EXPECT_TRUE(row.phase != "dgrad" || row.op == "loss") << "the named taps sampled " << row.op;
+}
+
 TEST(Replay, AliasTargetGivesOtherWeightGradientsOnTheSameParametersAndBatch) {
   testing::TempDir dir;
   auto [cfg, run] = tapped_run(dir);
