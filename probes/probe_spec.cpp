@@ -34,7 +34,7 @@ const std::vector<Probe>& probes() {
         {"graph", Type::kBool, "true", 0}}},
       {"symmetry", {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}}},
       {"noise",
-       {{"every", Type::kInt, "2500", 0}, {"at", Type::kSteps, "", 0}, {"sgd_batch", Type::kInt, "0", 0},
+       {{"every", Type::kInt, "5000", 0}, {"at", Type::kSteps, "", 0}, {"sgd_batch", Type::kInt, "0", 0},
         {"k", Type::kInt, "32", 2}, {"seed", Type::kInt, "0", 0}}},
       {"ophash", {{"every", Type::kInt, "1", 0}, {"at", Type::kSteps, "", 0}}},
       {"ops",

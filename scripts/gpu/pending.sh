@@ -3,7 +3,7 @@
 # each stage bounded, what it has written under $OUT kept when the call runs out of time.
 #   issue 39: which op first parts ConstNet's copies (docs/results/constnet/first_break.py), cuDNN
 #             defaults, cudnn.benchmark, deterministic
-#   issue 36: the noise probe's overhead at its default cadence, every = 2500 (bench_probe_overhead)
+#   issue 36: the noise probe's overhead at its default cadence, every = 5000 (bench_probe_overhead)
 #   issue 35: the GPT must-show on CUDA: op taps with the softmax and layer_norm references
 #   issue 40: PredNet, cuda defaults twice with ophash: diverge's line with "(also ...)"
 #   then the CUDA tests (CudaGraph, graphed HVPs, fused kernels)
@@ -65,8 +65,9 @@ div() {
 }
 bench() {
   local B=$(find build-gpu -name bench_probe_overhead -type f | head -1)
-  timeout 280 $B cuda 3 25000 2500 noise > $OUT/bench-noise-2500.txt 2>&1
-  log "bench: $(tail -8 $OUT/bench-noise-2500.txt)"
+  # The default cadence, every = 5000: 5 probe steps of the autoencoder, 1 of PredNet, per run.
+  timeout 300 $B cuda 2 25000 5000 noise > $OUT/bench-noise-5000.txt 2>&1
+  log "bench: $(tail -8 $OUT/bench-noise-5000.txt)"
 }
 stages=${*:-fb build gpt div bench tests}
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
