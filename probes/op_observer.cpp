@@ -25,7 +25,8 @@ const std::set<std::string>& evaluable() {
       "aten::convolution", "aten::convolution_backward", "aten::relu", "aten::sigmoid", "aten::tanh",
       "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
       "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
-      "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data", "aten::gelu"};
+      "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data", "aten::gelu",
+      "aten::cross_entropy_loss", "aten::nll_loss_backward"};
   return ops;
 }
 
@@ -46,11 +47,13 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   f.name = fn.name();
   f.seq = fn.seqNr();
   OpObserver::Impl* m = Registration<OpObserver::Impl>::active();
-  const bool inside_tapped = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.tapped; });
-  if (!m || inside_tapped) {
+  if (!m) {
     stack.push_back(std::move(f));
     return nullptr;
   }
+  // Below an evaluated op nothing is tapped or counted, but a forward op that makes an autograd node is
+  // still remembered (cross_entropy_loss's log_softmax and nll_loss name their backwards' rows).
+  const bool inside_tapped = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.tapped; });
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     f.backward = true;
     const OpObserver::Impl::Forward* fwd = m->find_forward(f.seq);
@@ -60,8 +63,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     f.backward = true;
     f.context = f.name.substr(sizeof(kEngine) - 1);
   } else {
-    f.outermost = stack.empty() || stack.back().backward;
-    f.tapped = evaluable().count(f.name) > 0 && (f.outermost || !is_row_op(f.name));
+    f.outermost = !inside_tapped && (stack.empty() || stack.back().backward);
+    f.tapped = !inside_tapped && evaluable().count(f.name) > 0 && (f.outermost || !is_row_op(f.name));
     const bool in_backward = std::any_of(stack.begin(), stack.end(), [](const Frame& x) { return x.backward; });
     if (f.tapped || f.outermost || (!in_backward && f.seq >= 0)) {
       f.inputs = own_values(fn, false);
@@ -121,7 +124,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
       const at::Tensor t = tensor_of(v);
       made_node |= t.defined() && t.grad_fn() && t.grad_fn()->sequence_nr() == static_cast<uint64_t>(f.seq);
     }
-    if (!backward && f.seq >= 0 && made_node) m->remember(f.seq, name, f.inputs);
+    if (!backward && f.seq >= 0 && made_node) m->remember(f.seq, name, f.inputs, f.tapped);
   } catch (const c10::Error& e) {
     std::lock_guard<std::mutex> lock(m->mutex);
     if (m->error.empty()) m->error = fmt::format("op {}: {}", f.name, e.what_without_backtrace());
@@ -139,6 +142,9 @@ Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s)
     case Kind::kElementwise:
       return reference::is_gelu(s.fn) ? reference::evaluate_gelu(s.fn, *a) : reference::evaluate_elementwise(s.fn, *a);
     case Kind::kMse: return reference::evaluate_mse_loss(a, s.a.numel(), b, s.b.numel());
+    case Kind::kCrossEntropy:
+      return reference::evaluate_cross_entropy(a, s.targets.numel(), s.classes, s.targets.data_ptr<int64_t>(), s.mean);
+    case Kind::kNllGrad: return reference::evaluate_nll_loss_grad(*a, s.batch);
     case Kind::kConv:
       return reference::evaluate_conv2d_element(a, s.a.numel(), b, s.b.numel(),
                                                 s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.g, s.oy, s.ox);

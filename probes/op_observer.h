@@ -16,10 +16,15 @@
 //   batch_norm (training mode), forward, where outermost   (reference/normalization.h)
 //   _softmax_backward_data, _log_softmax_backward_data     exact, bound γ_{n+2}; correctly rounded, an
 //   (where their autograd node runs them: dgrad)           allowance (reference/softmax_backward.h)
+//   cross_entropy_loss (mean or sum; no class weights,      correctly rounded, an allowance
+//   no label smoothing), whole                              (reference/normalization.h)
+//   nll_loss_backward (no class weights): dgrad, sampled    −g/N, correctly rounded, bound γ_2 (ops.h)
+//   among the rows' target elements
 // Every other op that computes floating values and that nothing tapped covers — gelu_backward, layer
-// and batch norm backward, batch norm in eval mode, cross_entropy_loss (whose inner log_softmax is not
-// outermost), nll_loss_backward, in-place ops among them — is counted as "not evaluated" under its name,
-// never dropped.
+// and batch norm backward, batch norm in eval mode, a weighted or smoothed loss, in-place ops among
+// them — is counted as "not evaluated" under its name, never dropped. Ops inside an evaluated one are
+// not looked at, but those that make an autograd node still name its backward (cross_entropy_loss's
+// log_softmax and nll_loss).
 // Views (outputs that alias an input) move no values and are not counted.
 //
 // Names: a forward op that reads a parameter is named by the parameter's module and its ATen name

@@ -73,13 +73,18 @@ struct OpObserver::Impl {
     std::vector<std::pair<std::vector<int64_t>, bool>> inputs;  // squeezed shape, is a weight
   };
   struct Sample {
-    enum class Kind { kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm, kSoftmaxBwd } kind;
+    enum class Kind {
+      kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm, kSoftmaxBwd, kCrossEntropy, kNllGrad
+    } kind;
     std::string op, kernel, phase, index;
     int64_t call = 0;
     reference::Op fn = reference::Op::kRelu;
     at::Tensor a, b, bias, observed;  // host copies
     reference::Conv2dGeometry g;
-    int64_t oy = 0, ox = 0, ky = 0, kx = 0, batch = 0;
+    int64_t oy = 0, ox = 0, ky = 0, kx = 0, batch = 0;  // kNllGrad: batch is the mean's row count
+    at::Tensor targets;        // kCrossEntropy: the kept rows' targets (int64), `a` their logits
+    int64_t classes = 0;       // kCrossEntropy
+    bool mean = true;          // kCrossEntropy: reduction 'mean' (else 'sum')
     int64_t i = 0;    // kRow, kNorm, kSoftmaxBwd: the element's position in its row / group `a`
     double eps = 0;   // kNorm; b and bias hold the element's weight and bias (or undefined)
   };
@@ -117,12 +122,15 @@ struct OpObserver::Impl {
     auto it = forward.find(seq);
     return it == forward.end() ? nullptr : &it->second;
   }
-  void remember(int64_t seq, const std::string& name, const std::vector<c10::IValue>& inputs) {
+  // The node `seq` named by the first op to end that made it (the innermost: convolution, not conv2d),
+  // unless an evaluated op made it, whose name wins (softmax over the _softmax inside it).
+  void remember(int64_t seq, const std::string& name, const std::vector<c10::IValue>& inputs, bool evaluated) {
     Forward f{name, {}};
     for (const auto& v : inputs)
       if (v.isTensor()) f.inputs.emplace_back(squeezed(v.toTensor().sizes()), is_weight(v.toTensor()));
     std::lock_guard<std::mutex> lock(mutex);
-    forward.emplace(seq, std::move(f));
+    if (evaluated) forward.insert_or_assign(seq, std::move(f));
+    else forward.emplace(seq, std::move(f));
   }
 
   // The phase of a backward op's output: the gradient of exactly one of the forward op's inputs.
@@ -146,6 +154,8 @@ struct OpObserver::Impl {
   // softmax, log_softmax, layer_norm, batch_norm (training): false when the arguments are not ones the
   // reference takes (batch norm in eval mode, a dim out of range).
   bool tap_row_op(const Frame& f, const at::Tensor& out, const std::string& op, const std::string& kernel);
+  // cross_entropy_loss and nll_loss_backward (op_observer_taps.cpp); counted not evaluated otherwise.
+  void tap_class_loss(const Frame& f, const at::Tensor& out, const std::string& op, bool backward);
 };
 
 }  // namespace saddlescope::probes::internal

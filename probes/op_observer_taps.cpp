@@ -71,12 +71,19 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
   auto skip = [&] {
     count_unevaluated(op, backward ? "bwd" : "fwd", kernel, out.defined() ? c10::toString(out.scalar_type()) : "?");
   };
-  // Every tensor operand floating and of the output's dtype.
-  for (const auto& v : in)
+  // Every tensor operand floating and of the output's dtype (but the losses' class targets).
+  const bool targets = f.name == "aten::cross_entropy_loss" || f.name == "aten::nll_loss_backward";
+  for (size_t k = 0; k < in.size(); ++k) {
+    const c10::IValue& v = in[k];
     if (v.isTensor() && v.toTensor().defined() && (!is_floating(v.toTensor()) || !out.defined() ||
                                                    v.toTensor().scalar_type() != out.scalar_type())) {
-      if (f.name != "aten::convolution_backward") return skip();
+      if (f.name == "aten::convolution_backward") continue;
+      if (targets && k == (f.name == "aten::cross_entropy_loss" ? 1u : 2u) &&
+          v.toTensor().scalar_type() == at::kLong)
+        continue;
+      return skip();
     }
+  }
   if (f.name != "aten::convolution_backward" && !is_floating(out)) return skip();
 
   if (f.name == "aten::mm" || f.name == "aten::addmm" || f.name == "aten::bmm") {
@@ -161,6 +168,8 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
       x.a = to_host(p.reshape(-1));
       x.b = to_host(t.reshape(-1));
     });
+  } else if (f.name == "aten::cross_entropy_loss" || f.name == "aten::nll_loss_backward") {
+    tap_class_loss(f, out, op, backward);
   } else if (f.name == "aten::_softmax_backward_data" || f.name == "aten::_log_softmax_backward_data") {
     // _softmax_backward_data / _log_softmax_backward_data(grad_output, output, int dim, ScalarType
     // input_dtype): the rows of the forward's output y (a) and of the gradient g (b) through the element.
@@ -258,6 +267,73 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
         x.a = to_host(grad_out.select(1, s).reshape(-1));
       });
     }
+  }
+}
+
+// cross_entropy_loss(self, target, weight, reduction, ignore_index, label_smoothing) over (N, C) logits
+// (or one row of C with a 0-d target), and nll_loss_backward(grad_output, self, target, weight,
+// reduction, ignore_index, total_weight), its input gradient: −g/N at each row's target (N the rows the
+// mean counts, 1 for a sum; g the arriving gradient, per row for reduction 'none'), sampled among the
+// target elements of the rows whose target is not ignore_index (the others are 0, and not sampled).
+// Class weights and label smoothing are not evaluated.
+void OpObserver::Impl::tap_class_loss(const Frame& f, const at::Tensor& out, const std::string& op, bool backward) {
+  using Kind = Sample::Kind;
+  const std::vector<c10::IValue>& in = f.inputs;
+  const bool forward = f.name == "aten::cross_entropy_loss";
+  const size_t self_at = forward ? 0 : 1, target_at = forward ? 1 : 2, weight_at = forward ? 2 : 3;
+  const size_t reduction_at = forward ? 3 : 4, ignore_at = forward ? 4 : 5;
+  auto skip = [&] { count_unevaluated(op, backward ? "bwd" : "fwd", short_name(f.name), c10::toString(out.scalar_type())); };
+  if (in.size() < ignore_at + 1 || tensor_of(in[weight_at]).defined() || !in[reduction_at].isInt() ||
+      !in[ignore_at].isInt())
+    return skip();
+  if (forward && (in.size() < 6 || !in[5].isDouble() || in[5].toDouble() != 0.0)) return skip();
+  const at::Tensor self = tensor_of(in[self_at]).detach(), target = tensor_of(in[target_at]).detach();
+  const int64_t reduction = in[reduction_at].toInt(), ignore = in[ignore_at].toInt();
+  if (!self.defined() || !target.defined() || self.dim() < 1 || self.dim() > 2 || target.dim() != self.dim() - 1 ||
+      (forward && reduction == 0))
+    return skip();
+  const at::Tensor logits = self.reshape({-1, self.size(-1)}), t = target.reshape({-1}).to(at::kCPU);
+  const int64_t rows = logits.size(0), classes = logits.size(1);
+  if (t.numel() != rows) return skip();
+  std::vector<int64_t> kept;
+  const int64_t* tp = t.data_ptr<int64_t>();
+  for (int64_t r = 0; r < rows; ++r)
+    if (tp[r] != ignore) {
+      if (tp[r] < 0 || tp[r] >= classes) return skip();
+      kept.push_back(r);
+    }
+  if (kept.empty()) return skip();
+  if (forward) {
+    const at::Tensor index = at::tensor(kept, at::kLong).to(logits.device());
+    sample_output(*this, op, short_name(f.name), "fwd", out, [&](int64_t, Sample& x) {
+      x.kind = Kind::kCrossEntropy;
+      x.a = to_host(logits.index_select(0, index).reshape(-1));
+      x.targets = t.index_select(0, at::tensor(kept, at::kLong)).contiguous();
+      x.classes = classes;
+      x.mean = reduction == 1;
+    });
+    return;
+  }
+  const at::Tensor g = tensor_of(in[0]).detach();
+  if (!g.defined() || (reduction == 0 ? g.numel() != rows : g.numel() != 1)) return skip();
+  const at::Tensor gs = g.reshape({-1});
+  const int64_t count = reduction == 1 ? static_cast<int64_t>(kept.size()) : 1;
+  // The samples are drawn from the rows' target elements, the only ones with arithmetic in them.
+  const at::Tensor flat = out.reshape({rows, classes});
+  const int64_t call = next_call(op, "dgrad", short_name(f.name));
+  for (int64_t s : sample(op, "dgrad", call, static_cast<int64_t>(kept.size()))) {
+    const int64_t r = kept[static_cast<size_t>(s)];
+    Sample x;
+    x.op = op;
+    x.kernel = short_name(f.name);
+    x.phase = "dgrad";
+    x.call = call;
+    x.index = coordinates(r * classes + tp[r], out.dim() == 1 ? std::vector<int64_t>{classes} : out.sizes().vec());
+    x.observed = to_host(flat[r][tp[r]]);
+    x.kind = Kind::kNllGrad;
+    x.a = to_host(gs[reduction == 0 ? r : 0]);
+    x.batch = count;
+    add(std::move(x));
   }
 }
 

@@ -166,6 +166,7 @@ const char* op_name(Op op) {
     case Op::kMseLoss: return "mse_loss";
     case Op::kMaeLoss: return "mae_loss";
     case Op::kMseLossGrad: return "mse_loss_grad";
+    case Op::kNllLossGrad: return "nll_loss_grad";
     case Op::kSigmoid: return "sigmoid";
     case Op::kTanh: return "tanh";
     case Op::kRelu: return "relu";
@@ -178,6 +179,7 @@ const char* op_name(Op op) {
     case Op::kLogSoftmaxBackward: return "log_softmax_backward";
     case Op::kGelu: return "gelu";
     case Op::kGeluTanh: return "gelu_tanh";
+    case Op::kCrossEntropy: return "cross_entropy";
   }
   return "?";
 }

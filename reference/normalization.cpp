@@ -241,6 +241,109 @@ Result<Evaluation> softmax_impl(Op op, const T* x, int64_t n, int64_t i) {
   return e;
 }
 
+// The mean (or sum) over rows of −log_softmax(row)_{t_r} (normalization.h's cross entropy).
+template <class T>
+Result<Evaluation> cross_entropy_impl(const T* x, int64_t rows, int64_t classes, const int64_t* targets, bool mean) {
+  constexpr const char* what = "cross_entropy";
+  if (rows < 1 || classes < 1)
+    return Status::Error(fmt::format("{}: needs at least one row and one class, got {} x {}", what, rows, classes));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span(what, "input", x, rows * classes));
+  SADDLESCOPE_RETURN_IF_ERROR(internal::check_span(what, "targets", targets, rows));
+  for (int64_t r = 0; r < rows; ++r)
+    if (targets[r] < 0 || targets[r] >= classes)
+      return Status::Error(fmt::format("{}: target {} of row {} is outside [0, {})", what, targets[r], r, classes));
+  Evaluation e;
+  e.op = Op::kCrossEntropy;
+  e.input_format = internal::format_of<T>();
+  e.n = rows * classes;
+  e.rounding_steps = std::max(rows, classes);
+  // Non-finite: NaN or +inf in a row, or a row of only −inf, makes it NaN; a −inf target term +inf.
+  bool nan = false, inf = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * classes;
+    bool finite = false;
+    for (int64_t j = 0; j < classes; ++j) {
+      if (std::isfinite(row[j])) {
+        finite = true;
+        continue;
+      }
+      if (e.first_nonfinite < 0) e.first_nonfinite = r * classes + j;
+      nan |= !(row[j] < 0);
+    }
+    nan |= !finite;
+    inf |= std::isinf(row[targets[r]]);
+  }
+  if (nan || inf) {
+    internal::set_nonfinite(e, nan ? Kind::kNaN : Kind::kPlusInf);
+    return e;
+  }
+  const double scale = mean ? 1.0 / static_cast<double>(rows) : 1.0;
+  std::vector<Row> rs;
+  std::vector<double> d_target;
+  bool dropped = false, zero = true;
+  double unit = 0, magnitude = 0;  // Σ of the rows' log_softmax allowances (normalization.h) and Σ|ℓ_t|
+  for (int64_t r = 0; r < rows; ++r) {
+    rs.push_back(classify(x + r * classes, classes));
+    const Row& row = rs.back();
+    const double d = static_cast<double>(x[r * classes + targets[r]]) - row.m;
+    d_target.push_back(d);
+    dropped |= row.dropped;
+    zero &= row.kept.size() == 1 && d == 0;  // −log 1: the target is the only kept term
+    const double ell = std::fabs(d - row.log_sum);
+    unit += std::fabs(d) + ell + (1 + kLibrary) * row.log_sum + 3 * row.spread + kLibrary;
+    magnitude += ell;
+  }
+  if (zero) {
+    e.exact = Dyadic{};  // 0, or within 2^-1935 of it when terms were left out (flushed)
+    e.exact_is_exact = !dropped;
+  } else {
+    // Each row's v_r = log S_r − d_t >= 0 is off by at most 2^(top_r + 2 − w) (the log_softmax case
+    // above); the sum of the non-negative v̂_r and the division each round once, 2^(EXP − w) at most.
+    // With M the largest such exponent (the rows' errors summed: + log2 rows unless divided by rows),
+    // |y − value| <= 2^(M + 2 − w), and each left-out term adds under 2^-1934 per row.
+    const int rows_bits = static_cast<int>(std::ceil(std::log2(static_cast<double>(rows))));
+    const int dropped_bits = dropped ? kDroppedBits - rows_bits : std::numeric_limits<int>::max() / 2;
+    round_ziv(e, dropped, [&](mpfr_t y) -> mpfr_exp_t {
+      const mpfr_prec_t w = mpfr_get_prec(y);
+      std::vector<__mpfr_struct> v(rs.size());
+      std::vector<mpfr_ptr> terms;
+      mpfr_exp_t top = std::numeric_limits<mpfr_exp_t>::min();
+      mpfr_t sum, d;
+      mpfr_init2(sum, w);
+      mpfr_init2(d, kDiffBits);
+      for (size_t r = 0; r < rs.size(); ++r) {
+        mpfr_init2(&v[r], w);
+        working_sum(rs[r], sum);
+        mpfr_log(sum, sum, MPFR_RNDN);
+        difference(static_cast<double>(x[static_cast<int64_t>(r) * classes + targets[r]]), rs[r].m, d);
+        mpfr_sub(&v[r], sum, d, MPFR_RNDN);
+        mpfr_exp_t t = 2;
+        if (!mpfr_zero_p(&v[r])) t = std::max(t, mpfr_get_exp(&v[r]));
+        if (!mpfr_zero_p(sum)) t = std::max(t, mpfr_get_exp(sum));
+        top = std::max(top, t);
+        terms.push_back(&v[r]);
+      }
+      mpfr_sum(y, terms.data(), terms.size(), MPFR_RNDN);
+      mpfr_exp_t err = 0;
+      if (!mpfr_zero_p(y)) {
+        const mpfr_exp_t sum_exp = mpfr_get_exp(y);
+        if (mean) mpfr_div_si(y, y, static_cast<long>(rows), MPFR_RNDN);
+        const mpfr_exp_t m = std::max<mpfr_exp_t>({top + 2 + (mean ? 0 : rows_bits), sum_exp - (mean ? rows_bits - 1 : 0),
+                                                   mpfr_get_exp(y)});
+        err = mpfr_get_exp(y) - std::max<mpfr_exp_t>(m + 2 - w, -dropped_bits) - 1;
+      }
+      for (auto& t : v) mpfr_clear(&t);
+      mpfr_clears(sum, d, static_cast<mpfr_ptr>(nullptr));
+      return err;
+    });
+  }
+  // The allowance (normalization.h), in binary64: the rows' log_softmax allowances and γ_C each, the
+  // sum's γ_N·Σ|ℓ_t|, and the division's rounding; all scaled by 1/N for the mean.
+  e.unit_coefficient = unit * scale + std::fabs(e.f64);
+  e.abs_sum = (static_cast<double>(rows) + magnitude) * scale;
+  return e;
+}
+
 // ±digits·2^exponent as a GMP rational.
 void rational_of(const Dyadic& x, mpq_t q) {
   mpz_t z;
@@ -355,7 +458,8 @@ Result<Evaluation> normalization_impl(Op op, const T* x, int64_t n, int64_t i, c
 }  // namespace
 
 bool is_normalization(Op op) {
-  return op == Op::kSoftmax || op == Op::kLogSoftmax || op == Op::kLayerNorm || op == Op::kBatchNorm;
+  return op == Op::kSoftmax || op == Op::kLogSoftmax || op == Op::kLayerNorm || op == Op::kBatchNorm ||
+         op == Op::kCrossEntropy;
 }
 
 Result<Evaluation> evaluate_softmax(const float* row, int64_t n, int64_t i) {
@@ -369,6 +473,14 @@ Result<Evaluation> evaluate_log_softmax(const float* row, int64_t n, int64_t i) 
 }
 Result<Evaluation> evaluate_log_softmax(const double* row, int64_t n, int64_t i) {
   return softmax_impl(Op::kLogSoftmax, row, n, i);
+}
+Result<Evaluation> evaluate_cross_entropy(const float* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                                          bool mean) {
+  return cross_entropy_impl(logits, rows, classes, targets, mean);
+}
+Result<Evaluation> evaluate_cross_entropy(const double* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                                          bool mean) {
+  return cross_entropy_impl(logits, rows, classes, targets, mean);
 }
 Result<Evaluation> evaluate_normalization(Op op, const float* group, int64_t n, int64_t i, const float* weight,
                                           const float* bias, double eps) {

@@ -186,6 +186,30 @@ Result<Evaluation> loss_grad_impl(T x, T y, T g, int64_t n) {
   return e;
 }
 
+template <class T>
+Result<Evaluation> nll_loss_grad_impl(T g, int64_t n) {
+  if (n < 1) return Status::Error(fmt::format("nll_loss_grad: the mean must be over >= 1 row, got {}", n));
+  Evaluation e;
+  e.op = Op::kNllLossGrad;
+  e.input_format = internal::format_of<T>();
+  e.n = 1;
+  e.rounding_steps = 2;
+  if (!std::isfinite(g)) {
+    internal::set_nonfinite(e, std::isnan(g) ? Kind::kNaN : g > 0 ? Kind::kMinusInf : Kind::kPlusInf);
+    e.first_nonfinite = 0;
+    return e;
+  }
+  Superaccumulator value;
+  value.add(-g);
+  e.exact = value.value();
+  const int twos = __builtin_ctzll(static_cast<uint64_t>(n));
+  e.divisor = n >> twos;
+  if (!e.exact.is_zero()) e.exact.exponent -= twos;
+  internal::set_rounded(e);
+  e.abs_sum = std::fabs(e.f64);
+  return e;
+}
+
 }  // namespace
 
 int64_t Conv2dGeometry::out_height() const { return out_size(height, pad_h, dilation_h, kernel_h, stride_h); }
@@ -246,6 +270,8 @@ Result<Evaluation> evaluate_mae_loss(const double* x, int64_t nx, const double* 
   return loss_impl(Op::kMaeLoss, x, nx, y, ny);
 }
 
+Result<Evaluation> evaluate_nll_loss_grad(float g, int64_t n) { return nll_loss_grad_impl(g, n); }
+Result<Evaluation> evaluate_nll_loss_grad(double g, int64_t n) { return nll_loss_grad_impl(g, n); }
 Result<Evaluation> evaluate_mse_loss_grad(float x, float y, float g, int64_t n) { return loss_grad_impl(x, y, g, n); }
 Result<Evaluation> evaluate_mse_loss_grad(double x, double y, double g, int64_t n) { return loss_grad_impl(x, y, g, n); }
 

@@ -28,11 +28,13 @@ enum class Op {
   kMatmul, kConv2d, kConv2dWeightGrad,          // ops.h: dot products in disguise
   kMseLoss, kMaeLoss,                           // ops.h: means of dyadic sums
   kMseLossGrad,                                 // ops.h: one element of the MSE loss's input gradient
+  kNllLossGrad,                                 // ops.h: one element of nll_loss's input gradient
   kSigmoid, kTanh, kRelu, kExp,                 // elementwise.h: one input, bound in ULPs
   kSoftmax, kLogSoftmax, kLayerNorm, kBatchNorm,  // normalization.h: one element of a row, an allowance
   kSoftmaxBackward,                             // softmax_backward.h: exact, bound gamma_{n+2}
   kLogSoftmaxBackward,                          // softmax_backward.h: an allowance as normalization.h's
   kGelu, kGeluTanh,                             // gelu.h: one input, an allowance as normalization.h's
+  kCrossEntropy,                                // normalization.h: a mean over rows, an allowance
 };
 
 // True for the ops of elementwise.h, whose bound is a number of ULPs rather than gamma_k · abs_sum.
@@ -45,7 +47,7 @@ enum class Kind { kFinite, kNaN, kPlusInf, kMinusInf };
 const char* op_name(Op op);      // "sum", "dot", "matmul", "conv2d", "conv2d_wgrad", "mse_loss", ...,
                                  // "softmax", "log_softmax", "layer_norm", "batch_norm",
                                  // "softmax_backward", "log_softmax_backward", "gelu",
-                                 // "gelu_tanh"
+                                 // "gelu_tanh", "nll_loss_grad", "cross_entropy"
 const char* kind_name(Kind k);   // "finite" / "nan" / "inf" / "-inf"
 
 struct Evaluation {

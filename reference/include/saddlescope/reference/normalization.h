@@ -39,8 +39,16 @@
 //     (γ_n ≤ γ_{2n+3} folds the mean's term in), k = 2n + 3. A one-pass E[x²] − μ² variance, whose error
 //     grows with μ²/σ², is not covered: rows of such a kernel on offset data are flagged beyond it.
 //
+//   cross_entropy over N rows of C logits with targets t_r (aten::cross_entropy_loss, no class weights,
+//     no label smoothing; the caller leaves out rows whose target is ignore_index): the mean (or sum)
+//     of v_r = −ℓ_{r,t_r} = log S_r − d_{r,t_r} >= 0. A kernel computes log_softmax and then nll_loss's
+//     mean, so each row carries the log_softmax allowance above (unit part and γ_C·1), the sum of the
+//     N picked values γ_N·Σ|ℓ|, and the division one u|y|; with k = max(N, C) both γ terms fold into
+//       bound = u·[(Σ_r uc_r)/N + |y|] + γ_k·(N + Σ_r|ℓ_{r,t_r}|)/N          (the sum: without /N).
+//     The value: MPFR in Ziv's loop, each v_r as log_softmax's, summed by mpfr_sum (the terms have one
+//     sign: no cancellation) and divided by N; exactly 0 when every row's target is its only kept term.
 // Non-finite inputs: NaN anywhere, or +inf anywhere in a softmax row, gives Kind::kNaN (x − m is NaN
-// there); −inf entries of a softmax row (a causal mask) are valid terms e^{−inf} = 0, and at i give
+// there; for cross_entropy in any row, as is a row of only −inf; else a −inf target logit gives +inf); −inf entries of a softmax row (a causal mask) are valid terms e^{−inf} = 0, and at i give
 // softmax 0 (exactly) and log_softmax −inf; a row of only −inf gives kNaN. Normalisation: a non-finite
 // x_j, ε, or v = σ² + ε ≤ 0 (0/0 for a constant group with ε = 0) gives kNaN; a non-finite w or b gives
 // the IEEE outcome of (z·w + b) (NaN, ±inf), with first_nonfinite = n for w and n + 1 for b.
@@ -60,7 +68,7 @@
 
 namespace saddlescope::reference {
 
-// True for kSoftmax, kLogSoftmax, kLayerNorm and kBatchNorm.
+// True for kSoftmax, kLogSoftmax, kLayerNorm, kBatchNorm and kCrossEntropy.
 bool is_normalization(Op op);
 
 // softmax(row)_i = e^{x_i − m} / Σ_j e^{x_j − m} over row[0..n); n = rounding_steps = n. Exact cases: a
@@ -74,6 +82,15 @@ Result<Evaluation> evaluate_softmax(const double* row, int64_t n, int64_t i);
 // the only finite entry. Errors as evaluate_softmax.
 Result<Evaluation> evaluate_log_softmax(const float* row, int64_t n, int64_t i);
 Result<Evaluation> evaluate_log_softmax(const double* row, int64_t n, int64_t i);
+
+// The cross entropy of rows[0..rows) of `classes` logits each (row-major) against targets[0..rows), each
+// in [0, classes): the mean over rows (mean = true, reduction 'mean') or the sum. op = kCrossEntropy,
+// n = rows·classes, rounding_steps = max(rows, classes). Errors (one line, naming "cross_entropy"): no
+// rows or classes, a null span, a target outside [0, classes).
+Result<Evaluation> evaluate_cross_entropy(const float* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                                          bool mean);
+Result<Evaluation> evaluate_cross_entropy(const double* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                                          bool mean);
 
 // One normalised element y = (x_i − μ)/sqrt(σ² + eps)·w + b over group[0..n), μ = Σx/n, σ² =
 // Σ(x − μ)²/n (biased), w = *weight or 1, b = *bias or 0 (nullptr: absent); `op` (kLayerNorm for a row's

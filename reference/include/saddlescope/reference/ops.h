@@ -88,4 +88,13 @@ Result<Evaluation> evaluate_mae_loss(const double* x, int64_t nx, const double* 
 Result<Evaluation> evaluate_mse_loss_grad(float x, float y, float g, int64_t n);
 Result<Evaluation> evaluate_mse_loss_grad(double x, double y, double g, int64_t n);
 
+// The target element of a row of nll_loss's gradient with respect to its input (log-probabilities):
+// −g/n, where g is the gradient arriving at the loss and n the count of rows the mean divides by (1 for
+// reduction 'sum'); every other element of the gradient is exactly 0. No class weights. The exact value
+// as exact / divisor, as evaluate_mse_loss_grad's. What a backward computes: −g, then a division by n
+// (or a product by its rounded reciprocal), so rounding_steps = 2 and the bound is gamma_2 · |value|.
+// NaN/Inf g gives its IEEE outcome. Errors: n < 1.
+Result<Evaluation> evaluate_nll_loss_grad(float g, int64_t n);
+Result<Evaluation> evaluate_nll_loss_grad(double g, int64_t n);
+
 }  // namespace saddlescope::reference
