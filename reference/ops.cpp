@@ -160,14 +160,31 @@ int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int6
   return span < 0 ? 0 : span / stride + 1;
 }
 
+// A loss gradient element numerator·2^shift/n: exact / divisor (divisor n's odd part), its roundings,
+// and abs_sum = |value|. REQUIRES: n >= 1.
+void set_quotient(Evaluation& e, const Dyadic& numerator, int shift, int64_t n) {
+  const int twos = __builtin_ctzll(static_cast<uint64_t>(n));
+  e.divisor = n >> twos;
+  e.exact = numerator;
+  if (!e.exact.is_zero()) e.exact.exponent += shift - twos;
+  internal::set_rounded(e);
+  e.abs_sum = std::fabs(e.f64);
+}
+
+template <class T>
+Evaluation gradient_element(Op op, int64_t rounding_steps) {
+  Evaluation e;
+  e.op = op;
+  e.input_format = internal::format_of<T>();
+  e.n = 1;
+  e.rounding_steps = rounding_steps;
+  return e;
+}
+
 template <class T>
 Result<Evaluation> loss_grad_impl(T x, T y, T g, int64_t n) {
   if (n < 1) return Status::Error(fmt::format("mse_loss_grad: the loss must have >= 1 element, got {}", n));
-  Evaluation e;
-  e.op = Op::kMseLossGrad;
-  e.input_format = internal::format_of<T>();
-  e.n = 1;
-  e.rounding_steps = 5;
+  Evaluation e = gradient_element<T>(Op::kMseLossGrad, 5);
   if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(g)) {
     const double v = (static_cast<double>(x) - static_cast<double>(y)) * static_cast<double>(g);  // IEEE outcome
     internal::set_nonfinite(e, std::isnan(v) ? Kind::kNaN : v > 0 ? Kind::kPlusInf : Kind::kMinusInf);
@@ -177,23 +194,14 @@ Result<Evaluation> loss_grad_impl(T x, T y, T g, int64_t n) {
   Superaccumulator sum;  // g·x − g·y, each product exact
   sum.add_product(g, x);
   sum.add_product(-g, y);
-  e.exact = sum.value();
-  const int twos = __builtin_ctzll(static_cast<uint64_t>(n));
-  e.divisor = n >> twos;
-  if (!e.exact.is_zero()) e.exact.exponent += 1 - twos;  // ·2/2^twos
-  internal::set_rounded(e);
-  e.abs_sum = std::fabs(e.f64);
+  set_quotient(e, sum.value(), 1, n);  // ·2/n
   return e;
 }
 
 template <class T>
 Result<Evaluation> nll_loss_grad_impl(T g, int64_t n) {
   if (n < 1) return Status::Error(fmt::format("nll_loss_grad: the mean must be over >= 1 row, got {}", n));
-  Evaluation e;
-  e.op = Op::kNllLossGrad;
-  e.input_format = internal::format_of<T>();
-  e.n = 1;
-  e.rounding_steps = 2;
+  Evaluation e = gradient_element<T>(Op::kNllLossGrad, 2);
   if (!std::isfinite(g)) {
     internal::set_nonfinite(e, std::isnan(g) ? Kind::kNaN : g > 0 ? Kind::kMinusInf : Kind::kPlusInf);
     e.first_nonfinite = 0;
@@ -201,12 +209,7 @@ Result<Evaluation> nll_loss_grad_impl(T g, int64_t n) {
   }
   Superaccumulator value;
   value.add(-g);
-  e.exact = value.value();
-  const int twos = __builtin_ctzll(static_cast<uint64_t>(n));
-  e.divisor = n >> twos;
-  if (!e.exact.is_zero()) e.exact.exponent -= twos;
-  internal::set_rounded(e);
-  e.abs_sum = std::fabs(e.f64);
+  set_quotient(e, value.value(), 0, n);
   return e;
 }
 

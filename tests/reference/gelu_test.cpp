@@ -1,6 +1,7 @@
 // GELU (erf and tanh forms): closed forms and limits, correct rounding against MPFR at 3000 bits computed
 // here from the literal formulas, float32/float64 kernels within the stated allowance, wrong values beyond.
 #include "saddlescope/reference/gelu.h"
+#include "nearest.h"
 
 #include <gtest/gtest.h>
 #include <mpfr.h>
@@ -43,13 +44,7 @@ class HighPrecision {
   // `rounded` is strictly nearer to the value than both its neighbours.
   template <class T>
   void expect_nearest(T rounded, double x) const {
-    for (T other : {std::nextafter(rounded, T(-INFINITY)), std::nextafter(rounded, T(INFINITY))}) {
-      mpfr_set_d(t_, static_cast<double>(rounded), MPFR_RNDN);
-      mpfr_sub(t_, v_, t_, MPFR_RNDN);
-      mpfr_set_d(u_, static_cast<double>(other), MPFR_RNDN);
-      mpfr_sub(u_, v_, u_, MPFR_RNDN);
-      EXPECT_LT(mpfr_cmpabs(t_, u_), 0) << "x=" << x << ": " << rounded << " vs " << other;
-    }
+    testing::expect_nearest(v_, rounded, "x=" + std::to_string(x) + ": ");
   }
 
  private:

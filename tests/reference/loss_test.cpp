@@ -12,6 +12,7 @@
 
 #include "saddlescope/reference/normalization.h"
 #include "saddlescope/reference/ops.h"
+#include "nearest.h"
 
 namespace saddlescope::reference {
 namespace {
@@ -44,13 +45,7 @@ class HighPrecisionLoss {
   // `rounded` is strictly nearer to the value than both its neighbours.
   template <class T>
   void expect_nearest(T rounded) const {
-    for (T other : {std::nextafter(rounded, T(-INFINITY)), std::nextafter(rounded, T(INFINITY))}) {
-      mpfr_set_d(s_, static_cast<double>(rounded), MPFR_RNDN);
-      mpfr_sub(s_, v_, s_, MPFR_RNDN);
-      mpfr_set_d(e_, static_cast<double>(other), MPFR_RNDN);
-      mpfr_sub(e_, v_, e_, MPFR_RNDN);
-      EXPECT_LT(mpfr_cmpabs(s_, e_), 0) << rounded << " vs " << other;
-    }
+    testing::expect_nearest(v_, rounded);
   }
 
  private:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "saddlescope/reference/elementwise.h"
+#include "nearest.h"
 
 namespace saddlescope::reference {
 namespace {
@@ -43,13 +44,7 @@ class HighPrecision {
   // `rounded` is strictly nearer to the value than both its neighbours.
   template <class T>
   void expect_nearest(T rounded) const {
-    for (T other : {std::nextafter(rounded, T(-INFINITY)), std::nextafter(rounded, T(INFINITY))}) {
-      mpfr_set_d(t_, static_cast<double>(rounded), MPFR_RNDN);
-      mpfr_sub(t_, v_, t_, MPFR_RNDN);
-      mpfr_set_d(sum_, static_cast<double>(other), MPFR_RNDN);
-      mpfr_sub(sum_, v_, sum_, MPFR_RNDN);
-      EXPECT_LT(mpfr_cmpabs(t_, sum_), 0) << rounded << " vs " << other;
-    }
+    testing::expect_nearest(v_, rounded);
   }
 
  private:
