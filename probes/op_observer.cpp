@@ -26,7 +26,7 @@ const std::set<std::string>& evaluable() {
       "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
       "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
       "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data", "aten::gelu",
-      "aten::cross_entropy_loss", "aten::nll_loss_backward"};
+      "aten::cross_entropy_loss", "aten::nll_loss_backward", "aten::gelu_backward"};
   return ops;
 }
 
@@ -145,6 +145,7 @@ Result<reference::Evaluation> evaluate_sample(const OpObserver::Impl::Sample& s)
     case Kind::kCrossEntropy:
       return reference::evaluate_cross_entropy(a, s.targets.numel(), s.classes, s.targets.data_ptr<int64_t>(), s.mean);
     case Kind::kNllGrad: return reference::evaluate_nll_loss_grad(*a, s.batch);
+    case Kind::kGeluBwd: return reference::evaluate_gelu_backward(s.fn, *a, *b);
     case Kind::kConv:
       return reference::evaluate_conv2d_element(a, s.a.numel(), b, s.b.numel(),
                                                 s.bias.defined() ? s.bias.data_ptr<T>() : nullptr, s.g, s.oy, s.ox);

@@ -10,7 +10,8 @@
 //   convolution (2-D, any groups), convolution_backward    fwd; dgrad (grad_input), wgrad (grad_weight,
 //                                                          grad_bias)
 //   relu, sigmoid, tanh, exp                               elementwise, bound in ULPs
-//   gelu (approximate 'none' and 'tanh')                   correctly rounded, a stated allowance (gelu.h)
+//   gelu (approximate 'none' and 'tanh'), and its         correctly rounded, a stated allowance (gelu.h)
+//   gelu_backward (dgrad)
 //   sum (over all or some dims), mse_loss (mean)           exact sums and means
 //   softmax, log_softmax (the op's dim), layer_norm,       correctly rounded, bound a stated allowance
 //   batch_norm (training mode), forward, where outermost   (reference/normalization.h)
@@ -20,8 +21,8 @@
 //   no label smoothing), whole                              (reference/normalization.h)
 //   nll_loss_backward (no class weights): dgrad, sampled    −g/N, correctly rounded, bound γ_2 (ops.h)
 //   among the rows' target elements
-// Every other op that computes floating values and that nothing tapped covers — gelu_backward, layer
-// and batch norm backward, batch norm in eval mode, a weighted or smoothed loss, in-place ops among
+// Every other op that computes floating values and that nothing tapped covers — layer and batch norm
+// backward, batch norm in eval mode, a weighted or smoothed loss, in-place ops among
 // them — is counted as "not evaluated" under its name, never dropped. Ops inside an evaluated one are
 // not looked at, but those that make an autograd node still name its backward (cross_entropy_loss's
 // log_softmax and nll_loss).

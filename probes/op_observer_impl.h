@@ -74,7 +74,8 @@ struct OpObserver::Impl {
   };
   struct Sample {
     enum class Kind {
-      kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm, kSoftmaxBwd, kCrossEntropy, kNllGrad
+      kDot, kSum, kElementwise, kMse, kConv, kConvWgrad, kConvDgrad, kRow, kNorm, kSoftmaxBwd, kCrossEntropy, kNllGrad,
+      kGeluBwd
     } kind;
     std::string op, kernel, phase, index;
     int64_t call = 0;

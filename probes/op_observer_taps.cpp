@@ -139,6 +139,20 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
       x.fn = approximate == "tanh" ? reference::Op::kGeluTanh : reference::Op::kGelu;
       x.a = to_host(x_in[s]);
     });
+  } else if (f.name == "aten::gelu_backward") {
+    // gelu_backward(grad_output, self, str approximate): g·gelu'(x) elementwise.
+    const std::string approximate = in.size() > 2 && in[2].isString() ? in[2].toStringRef() : "none";
+    const at::Tensor g = tensor_of(in[0]).detach(), x_in = tensor_of(in[1]).detach();
+    if ((approximate != "none" && approximate != "tanh") || !g.defined() || !x_in.defined() ||
+        g.sizes() != out.sizes() || x_in.sizes() != out.sizes())
+      return skip();
+    const at::Tensor gs = g.reshape(-1), xs = x_in.reshape(-1);
+    sample_output(*this, op, kernel, phase(out), out, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kGeluBwd;
+      x.fn = approximate == "tanh" ? reference::Op::kGeluTanh : reference::Op::kGelu;
+      x.a = to_host(gs[s]);
+      x.b = to_host(xs[s]);
+    });
   } else if (f.name == "aten::sum") {
     const at::Tensor self = tensor_of(in[0]).detach();
     std::vector<int64_t> dims;

@@ -180,6 +180,8 @@ const char* op_name(Op op) {
     case Op::kGelu: return "gelu";
     case Op::kGeluTanh: return "gelu_tanh";
     case Op::kCrossEntropy: return "cross_entropy";
+    case Op::kGeluBackward: return "gelu_backward";
+    case Op::kGeluTanhBackward: return "gelu_tanh_backward";
   }
   return "?";
 }
@@ -203,7 +205,7 @@ double Evaluation::bound(Format f) const {
     const int ulp = std::min(value_ulp_exponent(*this, f), max_exponent(f) - precision(f) + 1);
     return std::ldexp(allowed_ulps(op, input_format, f), ulp);
   }
-  if (is_normalization(op) || is_gelu(op) || op == Op::kLogSoftmaxBackward) {
+  if (is_normalization(op) || is_gelu(op) || is_gelu_backward(op) || op == Op::kLogSoftmaxBackward) {
     // A stated allowance (normalization.h, gelu.h, softmax_backward.h), plus a few subnormal ULPs for values that underflow in f.
     const double subnormal = std::ldexp(kLibraryUlps + 2, min_normal_exponent(f) - precision(f) + 1);
     const double first_order = unit_roundoff(f) * unit_coefficient;

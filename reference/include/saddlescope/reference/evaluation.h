@@ -34,6 +34,7 @@ enum class Op {
   kSoftmaxBackward,                             // softmax_backward.h: exact, bound gamma_{n+2}
   kLogSoftmaxBackward,                          // softmax_backward.h: an allowance as normalization.h's
   kGelu, kGeluTanh,                             // gelu.h: one input, an allowance as normalization.h's
+  kGeluBackward, kGeluTanhBackward,             // gelu.h: g·gelu'(x), an allowance likewise
   kCrossEntropy,                                // normalization.h: a mean over rows, an allowance
 };
 

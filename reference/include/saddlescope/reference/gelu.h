@@ -31,6 +31,23 @@
 // For x >= 20 the value is x·(1 − δ) with δ < 2^-288, which rounds to x at 128 bits and in every format
 // (stated, as elementwise.h's saturation). For x < 0 with |value| certainly below 2^-2000 (|x|/2·e^{−x²/2},
 // or |x|·e^{2w}) `exact` is flushed to 0, far under binary64's subnormals.
+// Backward (Op::kGeluBackward, kGeluTanhBackward: "gelu_backward", "gelu_tanh_backward"), g·gelu'(x):
+//   gelu'(x)      = Φ(x) + x·φ(x)
+//   gelu_tanh'(x) = (1 + T)/2 + x/2·(1 − T²)·k(1 + 3c·x²),  T = tanh(k(x + c·x³))
+// correctly rounded as the forward (MPFR without cancellation in each term: erfc for Φ, 1/(1 + e^{−2w})
+// for (1 + T)/2, sech² for 1 − T²; the two terms of a sum may cancel near gelu's minimum, x ≈ −0.75,
+// which Ziv's loop absorbs: the error estimate is absolute). Allowance, first order, for PyTorch's CPU
+// and CUDA forms (cdf = ½(1 + erf(x/√2)), pdf = e^{−x²/2}/√(2π), dy·(cdf + x·pdf); and the tanh form's
+// left_derivative ½(1 + T) + ½x·(1 − T·T)·k(1 + 3c·x²)):
+//   erf:  |g|·[½(1 + L·max(|F|, |1 + F|) + |1 + F|) + |xφ|(x²/2 + 3 + L) + |d|] + |value|
+//         (cdf as the forward's; x·pdf: x² rounds, exp's conditioning x²/2, the library, the constant
+//         and two products; the sum; the product by g)
+//   tanh: |g|·[½(δT + |1 + T|) + ½|x|k(1 + 3cx²)·(2|T|δT + T² + |1 − T²|) + 9|R| + |d|] + |value|,
+//         δT = 3.2 + L|T| (the forward's T error in units of u), R the second term
+// in units of u (unit_coefficient, L = 2·kLibraryUlps), abs_sum = |value|, rounding_steps = 0. g = 0
+// gives 0 and x = 0 gives g/2, exactly; a value certainly below 2^-2000 is flushed to 0. Non-finite
+// inputs: the IEEE outcome of g·gelu'(x) with gelu'(+inf) = 1, gelu'(−inf) = 0, first_nonfinite 0 for
+// g, 1 for x.
 #pragma once
 
 #include "saddlescope/base/status.h"
@@ -40,10 +57,18 @@ namespace saddlescope::reference {
 
 // True for kGelu and kGeluTanh.
 bool is_gelu(Op op);
+// True for kGeluBackward and kGeluTanhBackward.
+bool is_gelu_backward(Op op);
 
 // The Evaluation of gelu(x) (op = kGelu) or its tanh approximation (op = kGeluTanh), n = 1.
 // Error (one line): op is not kGelu / kGeluTanh.
 Result<Evaluation> evaluate_gelu(Op op, float x);
 Result<Evaluation> evaluate_gelu(Op op, double x);
+
+// One element of gelu's input gradient, aten::gelu_backward(grad, x, approximate): g·gelu'(x) with
+// `form` kGelu or kGeluTanh naming the forward (op = kGeluBackward / kGeluTanhBackward), n = 1.
+// Error (one line): form is not kGelu / kGeluTanh.
+Result<Evaluation> evaluate_gelu_backward(Op form, float grad, float x);
+Result<Evaluation> evaluate_gelu_backward(Op form, double grad, double x);
 
 }  // namespace saddlescope::reference
