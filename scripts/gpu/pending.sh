@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The device work a session could not run (no device was lent on 2026-12-07): one call on a CUDA host,
-# each stage bounded, what it has written under $OUT kept when the call runs out of time.
-#   issue 39: which op first parts ConstNet's copies (docs/results/constnet/first_break.py), cuDNN
-#             defaults, cudnn.benchmark, deterministic
-#   issue 36: the noise probe's overhead at its default cadence, every = 5000 (bench_probe_overhead)
-#   issue 35: the GPT must-show on CUDA: op taps with the softmax and layer_norm references
-#   issue 40: PredNet, cuda defaults twice with ophash: diverge's line with "(also ...)"
-#   then the CUDA tests (CudaGraph, graphed HVPs, fused kernels)
+# The device work still owed, as stages of one call on a CUDA host, each bounded; what a stage wrote under
+# $OUT is kept when the call runs out of time. State at the end of 2026-12-07's session (issues' notes):
+#   fb     issue 39: ConstNet's first parted op (docs/results/constnet/first_break.py) — ran; only the
+#          benchmark setting's per-step JSON came back, the other two as summary lines
+#   bench  issue 36: the noise probe at its default cadence, every = 5000 — ran, over the 5% goal; the
+#          per-example passes are to be captured as a CUDA graph, then this is rerun
+#   div    issue 40: PredNet, cuda defaults twice with ophash, diverge classifying the data gradient
+#          with aten=true taps — its two trainings failed in the last call, reason not brought back
+#   gpt    issue 35: the GPT must-show on CUDA with every reference (ran, within bounds)
+#   tests  the CUDA tests (CudaGraph, graphed HVPs, fused kernels, GPU study runs): passed at 5462b2f;
+#          the ReportCli test among them needs gnuplot, which the host lacks
 # Stages, in the order given on the command line (default: all): fb build gpt div bench tests; a later call
 # on a machine still warm keeps build-gpu/ and skips the build's work.
-# Prepare on the development machine: bash scripts/gpu/fetch-debs.sh; git archive HEAD -- . ':!docs/results'
-# > .gpu/head.tar; git rev-parse --short HEAD > .gpu/COMMIT; cp scripts/gpu/pending.sh .gpu/; the data
+# Prepare on the development machine: bash scripts/gpu/fetch-debs.sh; git rev-parse --short HEAD >
+# .gpu/COMMIT; cp scripts/gpu/pending.sh scripts/gpu/build.sh .gpu/; the data
 # (data fetch mnist cifar10 moby-dick) and data/models/{constnet,gpt}.pt (examples/models/*.py). Move
 # docs/results aside (the carry is 64 MiB), then run `bash .gpu/pending.sh` with carry
 #   .gpu data/cifar10/data_batch_1.png data/cifar10/train_lables.json data/moby-dick/data.txt data/models
@@ -18,8 +21,9 @@
 set -uo pipefail
 t0=$SECONDS
 log() { echo "[$((SECONDS - t0)) s] $*" | tee -a $OUT/log.txt; }
-[ -f .gpu/head.tar ] && tar xf .gpu/head.tar
 export SADDLESCOPE_DATA_DIR=$PWD/data SADDLESCOPE_PYTHON=python3
+# The build's fingerprint names the commit the sources are (the copied tree's .git may be another).
+export SADDLESCOPE_COMMIT=$(cat .gpu/COMMIT 2>/dev/null || echo unknown)
 S=build-gpu/saddlescope
 
 fb() {
@@ -61,14 +65,16 @@ div() {
   for n in a b; do timeout 60 $S train $P --device cuda --probe ophash --out runs/div/$n > runs/div-$n.log 2>&1 || log "train $n failed"; done
   one() { ls -d runs/div/$1/runs/*/ | head -1; }
   timeout 60 $S diverge $(one a) $(one b) --json runs/div/a-b.json > runs/div/a-b.txt 2>&1; log "diverge: $(tail -3 runs/div/a-b.txt)"
-  tar cJf $OUT/runs.tar.xz --exclude="*.npy" --exclude="checkpoint*" --exclude="snapshots" runs/ms runs/div runs/div-*.log
 }
 bench() {
   local B=$(find build-gpu -name bench_probe_overhead -type f | head -1)
-  # The default cadence, every = 5000: 5 probe steps of the autoencoder, 1 of PredNet, per run.
-  timeout 300 $B cuda 2 25000 5000 noise > $OUT/bench-noise-5000.txt 2>&1
+  # The default cadence, every = 5000: 5 probe steps of the autoencoder, 1 of PredNet, per run. Three
+  # repeats at least: with two, the median is the mean of the first (lazy loading) and second runs.
+  timeout 300 $B cuda 3 25000 5000 noise > $OUT/bench-noise-5000.txt 2>&1
   log "bench: $(tail -8 $OUT/bench-noise-5000.txt)"
 }
 stages=${*:-fb build gpt div bench tests}
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 for s in $stages; do $s; done
+# Whatever the stages wrote under runs/, their logs included, in one file ($OUT brings back 8).
+[ -d runs ] && tar cJf $OUT/runs.tar.xz --exclude="*.npy" --exclude="checkpoint*" --exclude="snapshots" runs
