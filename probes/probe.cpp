@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "saddlescope/gpu/graph.h"
 #include "saddlescope/probes/lanczos.h"
 #include "saddlescope/probes/spectrum.h"
 #include "saddlescope/store/schema.h"
@@ -294,25 +295,37 @@ class NoiseProbe : public Probe {
     } else {
       row.grad_norm = g32.norm().item<double>();
     }
-    // Σ‖g_i‖², ‖Σ g_i‖², and the same moments of the projections g_i·v, summed on the gradients' device
-    // in the order a host loop would (the same bits), and read back once: a read per example would
-    // wait for the device k times, which on a GPU costs more than the k passes.
-    at::Tensor sum, squares, proj_sum, proj_squares;
-    const at::Tensor v_here = along ? v.to(g32.device()) : at::Tensor();
-    const auto add = [](at::Tensor& acc, const at::Tensor& x) { acc = acc.defined() ? acc + x : x; };
-    for (int64_t i = 0; i < row.examples; ++i) {
-      const at::Tensor gi = flat_gradient(model.probe_loss_range(i, 1), model.params).to(at::kDouble);
-      add(squares, gi.dot(gi));
-      add(sum, gi);
+    // Σ‖g_i‖², Σ g_i, and the same moments of the projections g_i·v, summed in place on the gradients'
+    // device in example order (zero plus the first term is that term: the bits of a sum started from it)
+    // and read back once: a read per example would wait for the device k times, which on a GPU costs more
+    // than the k passes. With graph=true on CUDA the passes after the first are one captured graph
+    // replayed k − 1 times, each reading its example from a fixed buffer: the same kernels on the same
+    // buffers, the same bits, without launching each kernel from the host.
+    const at::TensorOptions f64 = g32.options().dtype(at::kDouble);
+    at::Tensor sum = at::zeros({g32.numel()}, f64), squares = at::zeros({}, f64);
+    at::Tensor proj_sum = at::zeros({}, f64), proj_squares = at::zeros({}, f64);
+    const at::Tensor v_here = along ? v.to(g32.device()).to(at::kDouble) : at::Tensor();
+    auto accumulate = [&](const at::Tensor& loss) {
+      const at::Tensor gi = flat_gradient(loss, model.params).to(at::kDouble);
+      squares.add_(gi.dot(gi));
+      sum.add_(gi);
       if (along) {
         const at::Tensor p = gi.dot(v_here);
-        add(proj_sum, p);
-        add(proj_squares, p * p);
+        proj_sum.add_(p);
+        proj_squares.add_(p * p);
       }
+    };
+    if (spec_.get_bool("graph") && g32.is_cuda() && model.probe_rows && model.loss_on && gpu::cuda_graphs_available()) {
+      const at::Tensor rows = model.probe_rows(0, 1).clone();
+      gpu::GraphedWork work(true, "noise:graph=false", /*warmup=*/1);
+      for (int64_t i = 0; i < row.examples; ++i) {
+        rows.copy_(model.probe_rows(i, 1));
+        work.run([&] { accumulate(model.loss_on(rows)); });
+      }
+    } else {
+      for (int64_t i = 0; i < row.examples; ++i) accumulate(model.probe_loss_range(i, 1));
     }
-    const at::Tensor zero = at::zeros({}, squares.options());
-    const at::Tensor moments =
-        at::stack({squares, sum.dot(sum), along ? proj_sum : zero, along ? proj_squares : zero}).cpu();
+    const at::Tensor moments = at::stack({squares, sum.dot(sum), proj_sum, proj_squares}).cpu();
     const double* m = moments.data_ptr<double>();
     row.sampling_norm = sampling_noise(m[0], m[1], row.examples, row.batch, model.train_examples);
     row.sampling_vmin = along ? sampling_noise(m[3], m[2] * m[2], row.examples, row.batch,
@@ -326,11 +339,11 @@ class NoiseProbe : public Probe {
         grads.push_back(g32.narrow(0, offset, p.numel()).view(p.sizes()));
         offset += p.numel();
       }
-      at::Tensor norm2;
+      const at::Tensor norm2 = at::zeros({}, f64);
       for (const auto& d : model.gradient_noise(grads, static_cast<uint64_t>(spec_.get_int("seed")) * 1000003u +
                                                            static_cast<uint64_t>(step)))
-        add(norm2, d.to(at::kDouble).pow(2).sum());
-      row.perturbation_norm = norm2.defined() ? std::sqrt(norm2.item<double>()) : 0.0;
+        norm2.add_(d.to(at::kDouble).pow(2).sum().to(norm2.device()));
+      row.perturbation_norm = std::sqrt(norm2.item<double>());
     }
     row.probe_s = std::chrono::duration<double>(Clock::now() - t0).count();
     csv_.append(row);

@@ -35,7 +35,7 @@ const std::vector<Probe>& probes() {
       {"symmetry", {{"every", Type::kInt, "100", 0}, {"at", Type::kSteps, "", 0}}},
       {"noise",
        {{"every", Type::kInt, "5000", 0}, {"at", Type::kSteps, "", 0}, {"sgd_batch", Type::kInt, "0", 0},
-        {"k", Type::kInt, "32", 2}, {"seed", Type::kInt, "0", 0}}},
+        {"k", Type::kInt, "32", 2}, {"seed", Type::kInt, "0", 0}, {"graph", Type::kBool, "", 0}}},
       {"ophash", {{"every", Type::kInt, "1", 0}, {"at", Type::kSteps, "", 0}}},
       {"ops",
        {{"every", Type::kInt, "1000", 0}, {"at", Type::kSteps, "", 0}, {"k", Type::kInt, "8", 1},

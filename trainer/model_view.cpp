@@ -16,6 +16,8 @@ probes::ModelView model_view(std::shared_ptr<Model> model, torch::Tensor probe_x
   view.probe_loss_range = [model, probe_x](int64_t first, int64_t count) {
     return model->loss(probe_x.narrow(0, first, count));
   };
+  view.probe_rows = [probe_x](int64_t first, int64_t count) { return probe_x.narrow(0, first, count); };
+  view.loss_on = [model](const torch::Tensor& rows) { return model->loss(rows); };
   view.batch_size = run.batch_size;
   view.train_examples = run.train_examples;
   if (run.perturbation.kind == "gaussian")

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "saddlescope/probes/probe_spec.h"
 #include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/train.h"
 #include "small_run.h"
@@ -93,6 +94,43 @@ TEST(CudaGraph, OphashStepsRunEagerlyUpdateIncluded) {
       if (line.rfind(std::to_string(s) + ",", 0) == 0 && line.find(",update,") != std::string::npos) ++update_rows[s - 8];
   EXPECT_GT(update_rows[0], 0) << "the update of step 8 traced";
   EXPECT_EQ(update_rows[0], update_rows[1]) << "the same update ops at both steps";
+}
+
+// The noise probe's per-example passes as a captured graph (noise:graph=true) give the bits of eager
+// passes: noise.csv the same in every column but probe_s, on PredNet and on the autoencoder (whose
+// curvature probe gives the projections on v_min too).
+TEST(CudaGraph, NoiseProbePassesReplayedGiveTheBitsOfEagerOnes) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  testing::TempDir dir;
+  auto columns = [](const std::string& run) {
+    std::vector<std::string> out;
+    for (const auto& l : testing::read_lines(run + "/noise.csv")) out.push_back(l.substr(0, l.rfind(',')));
+    return out;
+  };
+  for (const char* model : {"prednet", "autoencoder"}) {
+    SCOPED_TRACE(model);
+    std::string runs[2];
+    for (int graphed = 0; graphed < 2; ++graphed) {
+      const std::string spec = std::string("noise:at=0+8,k=4") + (graphed ? ",graph=true" : "");
+      RunConfig cfg = std::string(model) == "prednet"
+                          ? tiny_prednet(dir, std::string(model) + std::to_string(graphed), true, "none",
+                                         {{"probe", spec}})
+                          : testing::small_config(dir, testing::write_pixels(dir));
+      if (std::string(model) == "autoencoder") {
+        cfg.execution.device = {Device::Kind::kCuda, -1};
+        cfg.steps = 12;
+        cfg.out = dir.file(std::string(model) + std::to_string(graphed));
+        cfg.probes = {probes::parse_probe_spec(spec)->resolved(),
+                      probes::parse_probe_spec("curvature:at=0+8,k=1,batch=8")->resolved()};
+      }
+      auto r = train(cfg, {false, nullptr});
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      runs[graphed] = r->run_dir;
+    }
+    const auto eager = columns(runs[0]), graphed = columns(runs[1]);
+    ASSERT_EQ(eager.size(), 3u);  // the header and steps 0 and 8
+    EXPECT_EQ(eager, graphed);
+  }
 }
 
 // kernels = fused: the project's own kernels are captured with the rest of the step.

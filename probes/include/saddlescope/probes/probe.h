@@ -38,6 +38,10 @@ struct ModelView {
   std::function<at::Tensor(int64_t batch)> probe_loss;
   // The same loss on probe examples [first, first + count): one example's gradient, for the noise probe.
   std::function<at::Tensor(int64_t first, int64_t count)> probe_loss_range;
+  // The probe examples [first, first + count) as the loss reads them, and the loss on any such rows: a
+  // captured pass reads its example from a fixed buffer (noise:graph=true). Null when a view has none.
+  std::function<at::Tensor(int64_t first, int64_t count)> probe_rows;
+  std::function<at::Tensor(const at::Tensor& rows)> loss_on;
   // A float64 copy of the model with the current parameter values copied in: its parameters and its
   // loss on the same probe examples (converted to float64). Null when the model has none.
   std::function<std::pair<std::vector<at::Tensor>, LossFn>(int64_t batch)> float64;
