@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "nearest.h"
@@ -14,6 +15,8 @@
 
 namespace saddlescope::reference {
 namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();  // INFINITY is a float: ambiguous here
 
 // g·gelu'(x) at 600 bits: g·(Φ(x) + x·e^{−x²/2}/√(2π)) with Φ = erfc(−x/√2)/2, or g·((1 + T)/2 +
 // x/2·(1 − T²)·k(1 + 3c·x²)) with T = tanh(k(x + c·x³)) taken literally (|x| <= 12 keeps 1 + T and
@@ -163,10 +166,10 @@ TEST(GeluBackward, ExactCasesLimitsAndBadInputs) {
     EXPECT_TRUE(half->exact_is_exact);
     EXPECT_EQ(half->op, form == Op::kGelu ? Op::kGeluBackward : Op::kGeluTanhBackward);
     EXPECT_EQ(evaluate_gelu_backward(form, 0.0f, 2.5f)->f64, 0.0);
-    EXPECT_EQ(evaluate_gelu_backward(form, 2.0, INFINITY)->f64, 2.0);   // gelu'(+inf) = 1
-    EXPECT_EQ(evaluate_gelu_backward(form, 2.0, -INFINITY)->f64, 0.0);  // gelu'(−inf) = 0
-    EXPECT_EQ(evaluate_gelu_backward(form, INFINITY, -INFINITY)->kind, Kind::kNaN);  // inf·0
-    EXPECT_EQ(evaluate_gelu_backward(form, -INFINITY, 1.0)->kind, Kind::kMinusInf);
+    EXPECT_EQ(evaluate_gelu_backward(form, 2.0, kInf)->f64, 2.0);   // gelu'(+inf) = 1
+    EXPECT_EQ(evaluate_gelu_backward(form, 2.0, -kInf)->f64, 0.0);  // gelu'(−inf) = 0
+    EXPECT_EQ(evaluate_gelu_backward(form, kInf, -kInf)->kind, Kind::kNaN);  // inf·0
+    EXPECT_EQ(evaluate_gelu_backward(form, -kInf, 1.0)->kind, Kind::kMinusInf);
     EXPECT_EQ(evaluate_gelu_backward(form, 1.0f, NAN)->first_nonfinite, 1);
     auto far = evaluate_gelu_backward(form, 1.0, -1e5);  // e^{−5·10⁹}: flushed, said so
     ASSERT_TRUE(far.ok());
