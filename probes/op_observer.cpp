@@ -26,7 +26,8 @@ const std::set<std::string>& evaluable() {
       "aten::exp",  "aten::sum",   "aten::mse_loss", "aten::softmax", "aten::_softmax", "aten::log_softmax",
       "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::batch_norm",
       "aten::native_batch_norm", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data", "aten::gelu",
-      "aten::cross_entropy_loss", "aten::nll_loss_backward", "aten::gelu_backward"};
+      "aten::cross_entropy_loss", "aten::nll_loss_backward", "aten::gelu_backward", "aten::native_layer_norm_backward",
+      "aten::native_batch_norm_backward"};
   return ops;
 }
 

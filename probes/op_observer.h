@@ -21,8 +21,10 @@
 //   no label smoothing), whole                              (reference/normalization.h)
 //   nll_loss_backward (no class weights): dgrad, sampled    −g/N, correctly rounded, bound γ_2 (ops.h)
 //   among the rows' target elements
-// Every other op that computes floating values and that nothing tapped covers — layer and batch norm
-// backward, batch norm in eval mode, a weighted or smoothed loss, in-place ops among
+//   native_layer_norm_backward, native_batch_norm_backward: exact sums, bound γ_n·Σ|terms|; their input
+//   the bias gradient (wgrad, kernel "….grad_bias")         and weight gradients are listed, not evaluated
+// Every other op that computes floating values and that nothing tapped covers — layer and batch norm's
+// input and weight gradients, batch norm in eval mode, a weighted or smoothed loss, in-place ops among
 // them — is counted as "not evaluated" under its name, never dropped. Ops inside an evaluated one are
 // not looked at, but those that make an autograd node still name its backward (cross_entropy_loss's
 // log_softmax and nll_loss).

@@ -182,6 +182,24 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
       x.a = to_host(p.reshape(-1));
       x.b = to_host(t.reshape(-1));
     });
+  } else if (f.name == "aten::native_layer_norm_backward" || f.name == "aten::native_batch_norm_backward") {
+    // (grad_input, grad_weight, grad_bias): the bias gradient is a plain sum of grad_output, over the
+    // rows (layer norm: grad_output as (rows, D)) or over N and the spatial positions of a channel (batch
+    // norm); the input and weight gradients are not evaluated yet, and are listed.
+    const bool layer = f.name == "aten::native_layer_norm_backward";
+    const at::Tensor g = tensor_of(in[0]).detach();
+    const at::Tensor grad_bias = outputs.size() > 2 ? tensor_of(outputs[2]) : at::Tensor();
+    const std::string dtype = c10::toString(g.scalar_type());
+    for (size_t k = 0; k < 2 && k < outputs.size(); ++k)
+      if (tensor_of(outputs[k]).defined()) count_unevaluated(op, k == 0 ? "dgrad" : "wgrad", kernel, dtype);
+    if (!grad_bias.defined() || g.dim() < 2) return;
+    const int64_t channels = grad_bias.numel();
+    const at::Tensor terms = layer ? g.reshape({-1, channels}).t() : g.transpose(0, 1).reshape({channels, -1});
+    if (terms.size(0) != channels) return skip();
+    sample_output(*this, op, kernel + ".grad_bias", "wgrad", grad_bias, [&](int64_t s, Sample& x) {
+      x.kind = Kind::kSum;
+      x.a = to_host(terms[s]);
+    });
   } else if (f.name == "aten::cross_entropy_loss" || f.name == "aten::nll_loss_backward") {
     tap_class_loss(f, out, op, backward);
   } else if (f.name == "aten::_softmax_backward_data" || f.name == "aten::_log_softmax_backward_data") {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -456,6 +457,42 @@ void check_gelu(torch::Dtype dtype) {
   EXPECT_EQ(measured["gelu_backward"], 16);
   std::printf("%s gelu: max |ULP| (values > 0.5) %.3g, max error/bound %.3g; gelu_backward max error/bound %.3g\n",
               c10::toString(dtype), ulps, ratio, backward_ratio);
+}
+
+// layer_norm's and batch_norm's backward: the bias gradient, a plain sum of grad_output, is measured
+// (exact, within γ_n); the input and weight gradients are listed, not evaluated.
+TEST(OpTaps, GenericTapsMeasureNormalisationBiasGradientsAndListTheRest) {
+  testing::TempDir dir;
+  auto taps = OpTaps::create({spec("ops:every=1,k=4")}, {}, dir.path(), -1, /*generic=*/true);
+  ASSERT_TRUE(taps.ok()) << taps.status().message();
+  auto gen = at::detail::createCPUGenerator(31);
+  torch::Tensor x = torch::randn({5, 3, 4, 4}, gen).requires_grad_();
+  torch::Tensor w = torch::rand({3}, gen).requires_grad_(), b = torch::randn({3}, gen).requires_grad_();
+  torch::Tensor lw = torch::rand({16}, gen).requires_grad_(), lb = torch::randn({16}, gen).requires_grad_();
+  (*taps)->arm(0);
+  torch::Tensor y = torch::batch_norm(x, w, b, {}, {}, /*training=*/true, 0.1, 1e-5, false);
+  torch::Tensor z = torch::layer_norm(y.reshape({5, 3, 16}), {16}, lw, lb);
+  (z * z).sum().backward();
+  ASSERT_TRUE((*taps)->record(0).ok());
+  auto rows = store::read_table(dir.path(), store::kOps);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  std::map<std::string, int> measured;
+  std::set<std::string> listed;
+  for (const auto& r : *rows) {
+    if (r.flag == "not_evaluated") {
+      listed.insert(r.kernel + " " + r.phase);
+      continue;
+    }
+    if (r.kernel.find("norm_backward") == std::string::npos) continue;
+    EXPECT_EQ(r.flag, "within") << r.op << " " << r.kernel << " " << r.index << ": " << r.bound_ratio;
+    EXPECT_EQ(r.phase, "wgrad");
+    ++measured[r.kernel];
+  }
+  EXPECT_EQ(measured["native_batch_norm_backward.grad_bias"], 3);  // k = 4 clamped to the 3 channels
+  EXPECT_EQ(measured["native_layer_norm_backward.grad_bias"], 4);
+  for (const char* want : {"native_batch_norm_backward dgrad", "native_batch_norm_backward wgrad",
+                           "native_layer_norm_backward dgrad", "native_layer_norm_backward wgrad"})
+    EXPECT_EQ(listed.count(want), 1u) << want << " among " << ::testing::PrintToString(listed);
 }
 
 TEST(OpTaps, GenericTapsMeasureGeluFloat32) { check_gelu(torch::kFloat32); }
