@@ -195,7 +195,6 @@ void OpObserver::Impl::tap(const Frame& f, const std::vector<c10::IValue>& outpu
     if (!grad_bias.defined() || g.dim() < 2) return;
     const int64_t channels = grad_bias.numel();
     const at::Tensor terms = layer ? g.reshape({-1, channels}).t() : g.transpose(0, 1).reshape({channels, -1});
-    if (terms.size(0) != channels) return skip();
     sample_output(*this, op, kernel + ".grad_bias", "wgrad", grad_bias, [&](int64_t s, Sample& x) {
       x.kind = Kind::kSum;
       x.a = to_host(terms[s]);
@@ -336,11 +335,11 @@ void OpObserver::Impl::tap_class_loss(const Frame& f, const at::Tensor& out, con
     }
   if (kept.empty()) return skip();
   if (forward) {
-    const at::Tensor index = at::tensor(kept, at::kLong).to(logits.device());
+    const at::Tensor index = at::tensor(kept, at::kLong);  // on the CPU, as t is
     sample_output(*this, op, short_name(f.name), "fwd", out, [&](int64_t, Sample& x) {
       x.kind = Kind::kCrossEntropy;
-      x.a = to_host(logits.index_select(0, index).reshape(-1));
-      x.targets = t.index_select(0, at::tensor(kept, at::kLong)).contiguous();
+      x.a = to_host(logits.index_select(0, index.to(logits.device())).reshape(-1));
+      x.targets = t.index_select(0, index);
       x.classes = classes;
       x.mean = reduction == 1;
     });

@@ -276,7 +276,7 @@ class NoiseProbe : public Probe {
     row.batch = std::min(spec_.get_int("sgd_batch") > 0 ? spec_.get_int("sgd_batch") : model.batch_size,
                          model.probe_examples);
     row.examples = std::min(spec_.get_int("k"), model.probe_examples);
-    if (row.batch < 1 || row.examples < 2 || !model.probe_loss_range)
+    if (row.batch < 1 || row.examples < 2 || !model.probe_rows || !model.loss_on)
       return Status::Error(fmt::format("probe '{}': needs a batch and at least 2 probe examples (has {})", spec_.text,
                                        model.probe_examples));
     const bool along = vmin_->step == step && vmin_->vector.defined();
@@ -315,7 +315,7 @@ class NoiseProbe : public Probe {
         proj_squares.add_(p * p);
       }
     };
-    if (spec_.get_bool("graph") && g32.is_cuda() && model.probe_rows && model.loss_on && gpu::cuda_graphs_available()) {
+    if (spec_.get_bool("graph") && g32.is_cuda() && gpu::cuda_graphs_available()) {
       const at::Tensor rows = model.probe_rows(0, 1).clone();
       gpu::GraphedWork work(true, "noise:graph=false", /*warmup=*/1);
       for (int64_t i = 0; i < row.examples; ++i) {
@@ -323,7 +323,7 @@ class NoiseProbe : public Probe {
         work.run([&] { accumulate(model.loss_on(rows)); });
       }
     } else {
-      for (int64_t i = 0; i < row.examples; ++i) accumulate(model.probe_loss_range(i, 1));
+      for (int64_t i = 0; i < row.examples; ++i) accumulate(model.loss_on(model.probe_rows(i, 1)));
     }
     const at::Tensor moments = at::stack({squares, sum.dot(sum), proj_sum, proj_squares}).cpu();
     const double* m = moments.data_ptr<double>();

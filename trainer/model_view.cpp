@@ -13,9 +13,6 @@ probes::ModelView model_view(std::shared_ptr<Model> model, torch::Tensor probe_x
   view.params = model->module().parameters();
   view.probe_examples = probe_x.size(0);
   view.probe_loss = [model, probe_x](int64_t batch) { return model->loss(probe_x.narrow(0, 0, batch)); };
-  view.probe_loss_range = [model, probe_x](int64_t first, int64_t count) {
-    return model->loss(probe_x.narrow(0, first, count));
-  };
   view.probe_rows = [probe_x](int64_t first, int64_t count) { return probe_x.narrow(0, first, count); };
   view.loss_on = [model](const torch::Tensor& rows) { return model->loss(rows); };
   view.batch_size = run.batch_size;

@@ -282,18 +282,21 @@ TEST(NoiseProbe, ProjectionsOnTheCurvatureProbesVmin) {
   const at::Tensor b = torch::tensor({1.0f, 0.0f, 3.0f, 0.0f, 2.0f, 3.0f}).view({3, 2});
   const at::Tensor a = torch::tensor({-1.0f, 2.0f});
   at::Tensor p = torch::zeros({2}).requires_grad_(true);
-  auto loss_of = [a, b](const at::Tensor& q, int64_t first, int64_t count) {
-    const at::Tensor bi = b.narrow(0, first, count).to(q.scalar_type());
+  // The probe examples are the rows of b, named by their indices.
+  auto loss_of = [a, b](const at::Tensor& q, const at::Tensor& rows) {
+    const at::Tensor bi = b.index_select(0, rows).to(q.scalar_type());
     return 0.5 * (a.to(q.scalar_type()) * q * q).sum() + (bi.matmul(q)).mean();
   };
+  auto first_rows = [](int64_t first, int64_t count) { return torch::arange(first, first + count, at::kLong); };
   probes::ModelView view;
   view.params = {p};
-  view.probe_loss = [=](int64_t batch) { return loss_of(p, 0, batch); };
-  view.probe_loss_range = [=](int64_t first, int64_t count) { return loss_of(p, first, count); };
+  view.probe_loss = [=](int64_t batch) { return loss_of(p, first_rows(0, batch)); };
+  view.probe_rows = first_rows;
+  view.loss_on = [=](const at::Tensor& rows) { return loss_of(p, rows); };
   view.float64 = [=](int64_t batch) {
     at::Tensor q = p.detach().to(at::kDouble).requires_grad_(true);
     const at::Tensor c = torch::tensor({1e-3, 2e-3}, at::kDouble);
-    return std::make_pair(std::vector<at::Tensor>{q}, probes::LossFn([=] { return loss_of(q, 0, batch) + c.dot(q); }));
+    return std::make_pair(std::vector<at::Tensor>{q}, probes::LossFn([=] { return loss_of(q, first_rows(0, batch)) + c.dot(q); }));
   };
   view.probe_examples = 3;
   view.batch_size = 3;

@@ -36,10 +36,9 @@ struct ModelView {
   // The training loss on the first `batch` examples of a fixed probe set (the same examples at every
   // probe step), as a function of `params`.
   std::function<at::Tensor(int64_t batch)> probe_loss;
-  // The same loss on probe examples [first, first + count): one example's gradient, for the noise probe.
-  std::function<at::Tensor(int64_t first, int64_t count)> probe_loss_range;
-  // The probe examples [first, first + count) as the loss reads them, and the loss on any such rows: a
-  // captured pass reads its example from a fixed buffer (noise:graph=true). Null when a view has none.
+  // The probe examples [first, first + count) as the loss reads them, and the same loss on any such rows:
+  // one example's gradient, for the noise probe, whose captured passes (graph=true) read their example
+  // from a fixed buffer. Null when a view has none.
   std::function<at::Tensor(int64_t first, int64_t count)> probe_rows;
   std::function<at::Tensor(const at::Tensor& rows)> loss_on;
   // A float64 copy of the model with the current parameter values copied in: its parameters and its
