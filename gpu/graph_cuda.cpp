@@ -10,6 +10,7 @@
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -20,6 +21,8 @@ namespace saddlescope::gpu {
 bool cuda_graphs_available() { return true; }
 
 void* current_cuda_stream(torch::Device device) { return c10::cuda::getCurrentCUDAStream(device.index()).stream(); }
+
+bool capturing() { return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None; }
 
 struct SideStream::Impl {
   std::optional<c10::cuda::CUDAStreamGuard> guard;

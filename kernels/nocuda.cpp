@@ -1,4 +1,5 @@
-// fused.h's CUDA launchers in a build without the CUDA Toolkit: there is nothing to launch.
+// fused.h's and digest.h's CUDA launchers in a build without the CUDA Toolkit: there is nothing to launch.
+#include "saddlescope/kernels/digest.h"
 #include "saddlescope/kernels/fused.h"
 
 #include "saddlescope/base/status.h"
@@ -22,5 +23,7 @@ SADDLESCOPE_NO_CUDA(error_backward_cuda, ErrorArgs)
 SADDLESCOPE_NO_CUDA(pool_forward_cuda, PoolArgs)
 SADDLESCOPE_NO_CUDA(pool_backward_cuda, PoolArgs)
 SADDLESCOPE_NO_CUDA(adam_cuda, AdamArgs)
+
+void digest_sum_cuda(const void*, size_t, uint64_t*, void*) { SADDLESCOPE_CHECK(!"CUDA kernels are not in this build"); }
 
 }  // namespace saddlescope::kernels

@@ -69,6 +69,7 @@ class Registration {
                                         .needsOutputs(true)
                                         .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
   }
+  bool started() const { return handle_ != 0; }
   void stop(Impl* impl) {
     if (handle_ == 0) return;
     at::removeCallback(handle_);

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "saddlescope/kernels/fused.h"
+
 namespace saddlescope::probes {
 namespace {
 
@@ -30,9 +32,11 @@ Result<std::unique_ptr<OpHashes>> OpHashes::create(const std::vector<ProbeSpec>&
   return h;
 }
 
+bool OpHashes::replayable() const { return spec_ && spec_->every == 1 && kernels::cuda_built(); }
+
 void OpHashes::begin(const char* phase) {
   phase_ = phase ? phase : "";
-  trace_->start();
+  trace_->start(phase_);
 }
 
 void OpHashes::end() {
@@ -56,6 +60,9 @@ void OpHashes::end() {
 double OpHashes::seconds() const { return seconds_ + (trace_ ? trace_->seconds() : 0.0); }
 
 Status OpHashes::write(int64_t step) {
+  if (rows_.empty())
+    return Status::Error(fmt::format("ophash: step {} recorded no op (a CUDA graph captured without the probe armed, "
+                                     "replayed?)", step));
   for (auto& r : rows_) {
     r.step = step;
     csv_->append(r);

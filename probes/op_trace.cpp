@@ -5,19 +5,34 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "op_context.h"
 #include "saddlescope/base/status.h"
+#include "saddlescope/gpu/graph.h"
+#include "saddlescope/kernels/digest.h"
+#include "saddlescope/kernels/fused.h"
 
 namespace saddlescope::probes {
 namespace {
 
 using internal::kEngine;
+
+// A digest under way: the words tensor_digest mixes, in order, where a tensor's bytes may still be
+// being summed by its device into a slot (kernels/digest.h), read back when the recording stops.
+struct Word {
+  uint64_t value = 0;  // slot < 0: the word itself; else the bytes' count, finished with the slot's sum
+  int device = -1;
+  int64_t slot = -1;
+};
+using Pending = std::vector<Word>;
 
 struct Frame {
   std::string name;
@@ -26,7 +41,7 @@ struct Frame {
   std::string module;     // forward: a parameter's module, or the calling TorchScript module
   std::vector<c10::IValue> inputs;
   std::set<std::string> inner;  // outermost: the ATen ops that ran inside it
-  uint64_t inputs_digest = 0;   // kDigests: of the inputs as the op began (an in-place op changes them)
+  Pending inputs_digest;        // kDigests: of the inputs as the op began (an in-place op changes them)
 };
 
 thread_local std::vector<Frame> t_stack;
@@ -52,45 +67,59 @@ uint64_t mix(uint64_t h, uint64_t w) {
   return h ^ (h >> 33);
 }
 
-// The bytes' digest: four independent lanes of 8-byte words (so that the multiplies overlap: about four
-// times the throughput of one chain), the tail zero-padded, then the lanes and the length mixed.
-uint64_t bytes_digest(const unsigned char* p, size_t n) {
-  uint64_t lane[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int k = 0; k < 4; ++k) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * k, 8);
-      lane[k] = (lane[k] ^ w) * 0x9fb21c651e98df25ull;
-      lane[k] ^= lane[k] >> 29;
+// The slots one CUDA device sums digests into: chunks that never move (a graph captured while tracing
+// writes to their addresses at every replay), zeroed when a recording starts.
+struct DeviceSlots {
+  static constexpr int64_t kChunk = 1 << 14;
+  std::vector<at::Tensor> chunks;
+  int64_t used = 0;
+  std::vector<uint64_t> sums;  // every chunk's, read back at stop
+};
+using Slots = std::map<int, DeviceSlots>;  // by device index
+
+// The digest words of `tensors`. With `slots`, a CUDA tensor's bytes are summed on its device, on its
+// current stream, without waiting; otherwise (or without the CUDA kernels) on the host.
+Pending pending_digest(const std::vector<at::Tensor>& tensors, Slots* slots) {
+  Pending p;
+  for (const at::Tensor& t : tensors) {
+    if (!t.defined()) {
+      p.push_back({0x7a11});
+      continue;
     }
-  uint64_t h = static_cast<uint64_t>(n);
-  for (uint64_t l : lane) h = mix(h, l);
-  for (; i < n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, p + i, std::min<size_t>(8, n - i));
-    h = mix(h, w);
+    p.push_back({static_cast<uint64_t>(t.scalar_type())});
+    for (int64_t d : t.sizes()) p.push_back({static_cast<uint64_t>(d)});
+    if (slots && t.is_cuda() && kernels::cuda_built()) {
+      at::Tensor c = t.detach().contiguous();
+      if (reinterpret_cast<uintptr_t>(c.data_ptr()) % 4 != 0) c = c.clone();  // a view at an odd offset
+      const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+      DeviceSlots& d = (*slots)[static_cast<int>(c.get_device())];
+      const int64_t slot = d.used++;
+      if (slot / DeviceSlots::kChunk == static_cast<int64_t>(d.chunks.size()))
+        d.chunks.push_back(at::zeros({DeviceSlots::kChunk}, at::TensorOptions().dtype(at::kLong).device(c.device())));
+      auto* sum = reinterpret_cast<uint64_t*>(d.chunks[slot / DeviceSlots::kChunk].data_ptr<int64_t>()) +
+                  slot % DeviceSlots::kChunk;
+      const c10::DeviceGuard guard(c.device());
+      kernels::digest_sum_cuda(c.data_ptr(), n, sum, gpu::current_cuda_stream(c.device()));
+      p.push_back({n, static_cast<int>(c.get_device()), slot});
+    } else {
+      const at::Tensor c = t.detach().to(at::kCPU).contiguous();
+      const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+      p.push_back({kernels::digest_finish(kernels::digest_sum(c.data_ptr(), n), n)});
+    }
   }
+  return p;
+}
+
+uint64_t resolve(const Pending& p, const Slots& slots) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const Word& w : p)
+    h = mix(h, w.slot < 0 ? w.value : kernels::digest_finish(slots.at(w.device).sums[w.slot], w.value));
   return h;
 }
 
 }  // namespace
 
-uint64_t tensor_digest(const std::vector<at::Tensor>& tensors) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const at::Tensor& t : tensors) {
-    if (!t.defined()) {
-      h = mix(h, 0x7a11);
-      continue;
-    }
-    h = mix(h, static_cast<uint64_t>(t.scalar_type()));
-    for (int64_t d : t.sizes()) h = mix(h, static_cast<uint64_t>(d));
-    const at::Tensor c = t.detach().to(at::kCPU).contiguous();
-    h = mix(h, bytes_digest(static_cast<const unsigned char*>(c.data_ptr()),
-                            static_cast<size_t>(c.numel()) * c.element_size()));
-  }
-  return h;
-}
+uint64_t tensor_digest(const std::vector<at::Tensor>& tensors) { return resolve(pending_digest(tensors, nullptr), {}); }
 
 struct OpTrace::Impl {
   OpTrace::Mode mode = OpTrace::Mode::kCopies;
@@ -99,11 +128,29 @@ struct OpTrace::Impl {
   std::atomic<int64_t> busy_ns{0};  // time spent copying and hashing, on every thread
   std::mutex mutex;
   std::vector<TracedOp> ops;  // guarded by mutex
+  // kDigests: each op's digests under way (its inputs', its results'; none for a result left out), and
+  // the device slots they are summed in; guarded by mutex
+  struct Digests {
+    Pending inputs;
+    std::vector<Pending> outputs;
+  };
+  std::vector<Digests> digests;
+  Slots slots;
+  // The recording since start(): its tag, its first op, and whether it enqueued digests into a graph
+  // being captured; the last such recording of each tag, for the replays of that graph.
+  std::string tag;
+  size_t first = 0;
+  std::atomic<bool> captured{false};
+  struct Recording {
+    std::vector<TracedOp> ops;
+    std::vector<Digests> digests;
+  };
+  std::map<std::string, Recording> captures;
 };
 
 namespace {
 
-// Marks this thread's trace work (copies, digests), whose own ops are not traced, and times it.
+// Marks this thread's trace work (copies, digests), whose own ops no observer sees, and times it.
 class Busy {
  public:
   explicit Busy(OpTrace::Impl* m) : m_(m), t0_(std::chrono::steady_clock::now()) { t_busy = true; }
@@ -115,9 +162,18 @@ class Busy {
  private:
   OpTrace::Impl* m_;
   std::chrono::steady_clock::time_point t0_;
+  at::DisableRecordFunctionGuard hidden_;
 };
 
 OpTrace::Impl* active() { return internal::Registration<OpTrace::Impl>::active(); }
+
+// The digest words of `tensors`, a CUDA tensor's summed on its device into the trace's slots.
+Pending pending(OpTrace::Impl* m, const std::vector<at::Tensor>& tensors) {
+  std::lock_guard<std::mutex> lock(m->mutex);
+  Pending p = pending_digest(tensors, &m->slots);
+  if (!m->captured && !m->slots.empty() && gpu::capturing()) m->captured = true;
+  return p;
+}
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (t_busy) return nullptr;
@@ -134,7 +190,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       f.inputs = internal::own_values(fn, false);
       if (m->mode == OpTrace::Mode::kDigests && !internal::moves_data(f.name)) {
         Busy busy(m);
-        f.inputs_digest = tensor_digest(tensors_of(f.inputs));
+        f.inputs_digest = pending(m, tensors_of(f.inputs));
       }
       const bool in_backward = !stack.empty();
       if (!in_backward) {
@@ -170,6 +226,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   op.phase = stack.empty() ? "fwd" : "bwd";
   op.inner.assign(f.inner.begin(), f.inner.end());
   const std::vector<c10::IValue> results = internal::own_values(fn, true);
+  OpTrace::Impl::Digests digests;
   if (m->mode == OpTrace::Mode::kDigests) {
     // Every tensor result keeps its place (a view of an input too: an in-place op's result is one).
     bool any = false;
@@ -177,19 +234,19 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
       if (!v.isTensor()) continue;
       const at::Tensor& out = v.toTensor();
       if (!is_floating(out)) {
-        op.output_digests.emplace_back();
+        digests.outputs.emplace_back();
         op.output_shapes.emplace_back("-");
         continue;
       }
       std::string shape;
       for (int64_t d : out.sizes()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-      op.output_digests.push_back(fmt::format("{:016x}", tensor_digest({out})));
+      digests.outputs.push_back(pending(m, {out}));
       op.output_shapes.push_back(shape.empty() ? "scalar" : shape);
       if (!any) op.dtype = c10::toString(out.scalar_type());
       any = true;
     }
     if (!any) return;
-    op.inputs_digest = f.inputs_digest;
+    digests.inputs = std::move(f.inputs_digest);
   } else {
     for (const auto& v : results) {
       if (!v.isTensor() || !is_floating(v.toTensor())) continue;
@@ -203,6 +260,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   }
   std::lock_guard<std::mutex> lock(m->mutex);
   m->ops.push_back(std::move(op));
+  if (m->mode == OpTrace::Mode::kDigests) m->digests.push_back(std::move(digests));
 }
 
 }  // namespace
@@ -215,13 +273,61 @@ OpTrace::OpTrace(const std::vector<std::pair<std::string, at::Tensor>>& paramete
 
 OpTrace::~OpTrace() { stop(); }
 
-void OpTrace::start() { impl_->registration.start(impl_.get(), on_start, on_end); }
+void OpTrace::start(const std::string& tag) {
+  Impl& m = *impl_;
+  {
+    const at::DisableRecordFunctionGuard hidden;  // no observer (op taps) sees the zeroing
+    for (auto& [device, d] : m.slots) {
+      for (at::Tensor& c : d.chunks) c.zero_();  // on the current stream, before the digests summed in
+      d.used = 0;
+    }
+  }
+  m.tag = tag;
+  m.first = m.ops.size();
+  m.captured = false;
+  m.registration.start(impl_.get(), on_start, on_end);
+}
 
-void OpTrace::stop() { impl_->registration.stop(impl_.get()); }
+void OpTrace::stop() {
+  Impl& m = *impl_;
+  if (!m.registration.started()) return;
+  m.registration.stop(impl_.get());
+  if (m.mode != Mode::kDigests) return;
+  // A replayed graph runs the digest kernels its capture enqueued and no op is seen: its ops are the
+  // capture's, their digests what the replay summed into the same slots.
+  if (m.ops.size() == m.first) {
+    if (auto it = m.captures.find(m.tag); it != m.captures.end()) {
+      m.ops.insert(m.ops.end(), it->second.ops.begin(), it->second.ops.end());
+      m.digests.insert(m.digests.end(), it->second.digests.begin(), it->second.digests.end());
+    }
+  } else if (m.captured) {
+    m.captures[m.tag] = {{m.ops.begin() + m.first, m.ops.end()}, {m.digests.begin() + m.first, m.digests.end()}};
+  }
+  const at::DisableRecordFunctionGuard hidden;
+  for (auto& [device, d] : m.slots) {
+    torch::cuda::synchronize(device);  // the backward's digests may be on the autograd thread's stream
+    d.sums.resize(d.chunks.size() * DeviceSlots::kChunk);
+    for (size_t c = 0; c < d.chunks.size(); ++c) {
+      const at::Tensor host = d.chunks[c].to(at::kCPU);
+      std::memcpy(d.sums.data() + c * DeviceSlots::kChunk, host.data_ptr<int64_t>(), DeviceSlots::kChunk * 8);
+    }
+  }
+  for (size_t i = m.first; i < m.ops.size(); ++i) {
+    TracedOp& op = m.ops[i];
+    const Impl::Digests& d = m.digests[i];
+    op.inputs_digest = resolve(d.inputs, m.slots);
+    op.output_digests.clear();
+    for (const Pending& p : d.outputs)
+      op.output_digests.push_back(p.empty() ? "" : fmt::format("{:016x}", resolve(p, m.slots)));
+  }
+}
 
 const std::vector<TracedOp>& OpTrace::ops() const { return impl_->ops; }
 
-void OpTrace::clear() { impl_->ops.clear(); }
+void OpTrace::clear() {
+  impl_->ops.clear();
+  impl_->digests.clear();
+}
 
 double OpTrace::seconds() const { return static_cast<double>(impl_->busy_ns.load()) * 1e-9; }
 

@@ -39,7 +39,7 @@ const Table<NoiseRow> kNoise{"noise.csv", 1,
      {"lambda_min", &NoiseRow::lambda_min}, {"rounding_vmin", &NoiseRow::rounding_vmin},
      {"sampling_vmin", &NoiseRow::sampling_vmin}, {"probe_s", &NoiseRow::probe_s}}};
 
-const Table<OpHashRow> kOpHash{"ophash.csv", 1,
+const Table<OpHashRow> kOpHash{"ophash.csv", 2,
     {{"step", &OpHashRow::step}, {"index", &OpHashRow::index}, {"phase", &OpHashRow::phase}, {"op", &OpHashRow::op},
      {"shape", &OpHashRow::shape}, {"dtype", &OpHashRow::dtype}, {"inputs", &OpHashRow::inputs},
      {"outputs", &OpHashRow::outputs}}};

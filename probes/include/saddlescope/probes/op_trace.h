@@ -40,8 +40,8 @@ struct TracedOp {
 };
 
 // The digest of `tensors` (shape, dtype and bytes of each, in order; undefined ones count as a marker):
-// equal tensors give equal digests on any device; one flipped bit gives another with probability
-// 1 − 2⁻⁶⁴ for all practical purposes. Reads CUDA tensors back to the host.
+// equal tensors give equal digests on any device; other bytes give another digest but with probability
+// about 2⁻³² (kernels/digest.h). Reads CUDA tensors back to the host; a trace sums theirs on the device.
 uint64_t tensor_digest(const std::vector<at::Tensor>& tensors);
 
 class OpTrace {
@@ -55,8 +55,16 @@ class OpTrace {
   OpTrace& operator=(const OpTrace&) = delete;
 
   // Starts recording (one trace per process at a time). REQUIRES: not started.
-  void start();
-  // Stops recording. On CUDA the copies may still be in flight: synchronise before reading them.
+  //
+  // kDigests sums a CUDA tensor's digest on its device, on the op's stream, and reads them all back at
+  // stop(): no wait per tensor. Inside a CUDA graph's capture the digest kernels are captured with the
+  // ops, and every replay of the graph sums them again, while no op is seen; so a recording that sees
+  // no op after one under the same `tag` that captured a graph is taken to be that graph's replay: its
+  // ops are the capture's, with the digests the replay computed. A graph captured while not tracing
+  // has no digests to replay: its replays must not be recorded.
+  void start(const std::string& tag = "");
+  // Stops recording. kCopies: on CUDA the copies may still be in flight, synchronise before reading
+  // them. kDigests: waits for the devices and fills in the recorded ops' digests.
   void stop();
   // The ops recorded, in the order they ended (an op ends after the ops it calls).
   const std::vector<TracedOp>& ops() const;
