@@ -61,7 +61,10 @@ Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const
         return f;
       }
       if (ra[i]->outputs != rb[i]->outputs) {
-        place(&f, step, i, ra, ra[i]->inputs == rb[i]->inputs ? "inputs equal" : "inputs differ");
+        place(&f, step, i, ra,
+              ra[i]->phase == "input"            ? "batch differs"
+              : ra[i]->inputs == rb[i]->inputs ? "inputs equal"
+                                                 : "inputs differ");
         name_result(&f, *ra[i], *rb[i]);
         return f;
       }
@@ -75,6 +78,10 @@ Result<FirstOp> first_divergent_op(const std::vector<store::OpHashRow>& a, const
 std::string describe(const FirstOp& f) {
   if (!f.found) return fmt::format("no divergent op in the {} steps both runs recorded", f.steps_compared);
   const std::string where = fmt::format("first divergent op: step {}, op {} of the step", f.step, f.index);
+  if (f.kind == "batch differs")
+    return fmt::format("first divergent op: step {}: the step's batch differs ({} {}), before any op: the data or "
+                       "their pipeline",
+                       f.step, f.shape, f.dtype);
   if (f.kind == "ops differ")
     return fmt::format("{}: ops differ: {} against {} (another code path)", where, f.op.empty() ? "no op" : f.op,
                        f.op_b.empty() ? "no op" : f.op_b);

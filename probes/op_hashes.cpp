@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "saddlescope/kernels/fused.h"
@@ -34,6 +35,19 @@ Result<std::unique_ptr<OpHashes>> OpHashes::create(const std::vector<ProbeSpec>&
 
 bool OpHashes::replayable() const { return spec_ && spec_->every == 1 && kernels::cuda_built(); }
 
+void OpHashes::input(const at::Tensor& batch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  store::OpHashRow r;
+  r.index = static_cast<int64_t>(rows_.size());
+  r.phase = "input";
+  r.op = "batch";
+  for (int64_t d : batch.sizes()) r.shape += (r.shape.empty() ? "" : "x") + std::to_string(d);
+  r.dtype = c10::toString(batch.scalar_type());
+  r.outputs = fmt::format("{:016x}", tensor_digest({batch}));
+  rows_.push_back(std::move(r));
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void OpHashes::begin(const char* phase) {
   phase_ = phase ? phase : "";
   trace_->start(phase_);
@@ -60,7 +74,7 @@ void OpHashes::end() {
 double OpHashes::seconds() const { return seconds_ + (trace_ ? trace_->seconds() : 0.0); }
 
 Status OpHashes::write(int64_t step) {
-  if (rows_.empty())
+  if (std::all_of(rows_.begin(), rows_.end(), [](const store::OpHashRow& r) { return r.phase == "input"; }))
     return Status::Error(fmt::format("ophash: step {} recorded no op (a CUDA graph captured without the probe armed, "
                                      "replayed?)", step));
   for (auto& r : rows_) {

@@ -77,6 +77,8 @@ Batches::Batches(const Dataset& data, uint64_t seed, torch::Device device, torch
   if (!data.sequences) {
     train_x_ = data.train.to(device, dtype);
     order_ = std::make_unique<ExampleOrder>(train_x_.size(0), seed, device);
+  } else {
+    pixels_ = pixel_values().to(device);
   }
 }
 
@@ -89,7 +91,7 @@ torch::Tensor Batches::next(int64_t b) {
   if (chunk_used_ + b > (chunk_.defined() ? chunk_.size(1) : 0)) next_chunk(b);
   torch::Tensor frames = chunk_.narrow(1, chunk_used_, b);
   chunk_used_ += b;
-  return frames_to_input(frames).to(dtype_);  // on the device: the same bits as on the host
+  return frames_to_input(frames, pixels_).to(dtype_);  // on the device, with the host's bits
 }
 
 void Batches::skip(int64_t examples) {

@@ -131,9 +131,16 @@ Result<IdxArray> moving_mnist_digits(const std::string& data_dir, const std::str
   return std::move(read->images);
 }
 
-torch::Tensor frames_to_input(const torch::Tensor& frames) {
+const torch::Tensor& pixel_values() {
+  static const torch::Tensor values = torch::arange(256, torch::kFloat32).div_(255.0f);
+  return values;
+}
+
+torch::Tensor frames_to_input(const torch::Tensor& frames, const torch::Tensor& values) {
   SADDLESCOPE_CHECK(frames.dim() == 4 && frames.scalar_type() == torch::kUInt8);
-  return frames.permute({1, 0, 2, 3}).unsqueeze(2).to(torch::kFloat32).div_(255.0f).contiguous();
+  SADDLESCOPE_CHECK(values.numel() == 256 && values.device() == frames.device());
+  const torch::Tensor bytes = frames.permute({1, 0, 2, 3}).unsqueeze(2).contiguous();
+  return values.index_select(0, bytes.flatten().to(torch::kLong)).view(bytes.sizes());
 }
 
 Status write_moving_mnist_npy(const MovingMnist& data, int64_t first, int64_t count,

@@ -157,7 +157,10 @@ Status train_loop(Loop& L, TrainResult* result) {
     torch::Tensor batch = ahead.defined() ? ahead : batches.next(cfg.batch_size);
     if (alias_target) ahead = batches.next(cfg.batch_size);
     const torch::Tensor input = L.perturb.batch(batch);  // before the trace: outside a replayed graph
-    if (hash) L.hashes.begin();
+    if (hash) {
+      L.hashes.input(input);
+      L.hashes.begin();
+    }
     train_step.compute(input, /*eager=*/tap || hash_eager, ahead);
     if (hash) L.hashes.end();
     if (tap) SADDLESCOPE_RETURN_IF_ERROR(L.taps.record(step));

@@ -34,6 +34,28 @@ TEST(FirstOp, TheFirstOpWhoseOutputsDifferFromEqualInputs) {
   EXPECT_EQ(describe(*f), "first divergent op: step 3, op 1 of the step, fc:linear (fwd, 4x4 Float): inputs equal, outputs differ");
 }
 
+// A step's batch (its "input" row) that differs is where the runs parted, whatever follows: the data
+// entered the step apart, which no op's inputs would say by themselves.
+TEST(FirstOp, ABatchThatDiffersIsTheDataNotAnOp) {
+  auto a = run(), b = run();
+  for (auto* rows : {&a, &b})
+    rows->insert(rows->begin() + 2 * 3, {2, 0, "input", "batch", "4x10x1x32x32", "Float", "", "batch2"});
+  b[2 * 3].outputs = "other batch";
+  b[2 * 3 + 1].inputs = b[2 * 3 + 1].outputs = "later";
+  auto f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->step, 2);
+  EXPECT_EQ(f->index, 0);
+  EXPECT_EQ(f->kind, "batch differs");
+  EXPECT_EQ(describe(*f), "first divergent op: step 2: the step's batch differs (4x10x1x32x32 Float), before any op: "
+                          "the data or their pipeline");
+  b[2 * 3].outputs = "batch2";  // equal batches: the op after them is found as before
+  f = first_divergent_op(a, b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->kind, "inputs differ");
+  EXPECT_EQ(f->index, 1);
+}
+
 // An op of several results (ophash.csv joins their digests and shapes with '+') says which one parted.
 TEST(FirstOp, NamesTheResultThatPartedAmongSeveral) {
   auto a = run(), b = run();

@@ -474,19 +474,23 @@ TEST(Cli, RepeatabilityAndDiverge) {
 
 // The ophash probe on every step, and diverge's first divergent op: two runs of the same config have
 // none; the planted fault (the loss's gradient reads the next batch's target) parts at the loss's
-// gradient in step 0, from inputs that differ (the target); a run without digests says how to get them.
+// gradient in step 0, from inputs that differ (the target); another seed's data order parts at step 0's
+// batch, before any op; a run without digests says how to get them.
 TEST(Cli, FirstDivergentOpFromOpDigests) {
   testing::TempDir dir;
   std::string common = "--data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 4 --batch-size 4 --threads 1 "
                        "--snapshot-every 2 --probe ophash ";
   for (const char* name : {"a", "b"}) ASSERT_EQ(run("train " + common + "--out " + dir.file(name)).code, 0);
   ASSERT_EQ(run("train " + common + "--fault alias-target --out " + dir.file("fault")).code, 0);
+  ASSERT_EQ(run("train " + common + "--seed 2 --out " + dir.file("seed2")).code, 0);
   ASSERT_EQ(run("train --data npy:" + small_pixels(dir) + " --hidden 8,4 --steps 4 --batch-size 4 --threads 1 "
                 "--snapshot-every 2 --out " + dir.file("plain")).code, 0);
   const std::string a = only_run(dir.file("a")), b = only_run(dir.file("b"));
   auto rows = store::RunDir::open(a)->ophash();
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   EXPECT_EQ(rows->front().step, 0);
+  EXPECT_EQ(rows->front().phase + " " + rows->front().op + " " + rows->front().shape, "input batch 4x12")
+      << "each step's batch first";
   EXPECT_EQ(rows->back().step, 3) << "every step";
   EXPECT_EQ(rows->back().phase, "update");
 
@@ -498,6 +502,10 @@ TEST(Cli, FirstDivergentOpFromOpDigests) {
   EXPECT_NE(fault.text.find("first divergent op: step 0, op "), std::string::npos) << fault.text;
   EXPECT_NE(fault.text.find("MseLossBackward0:mse_loss_backward (bwd, 4x12 Float): inputs differ, outputs differ"),
             std::string::npos) << fault.text;
+  Output seed2 = run("diverge " + a + " " + only_run(dir.file("seed2")));  // another data order
+  ASSERT_EQ(seed2.code, 0) << seed2.text;
+  EXPECT_NE(seed2.text.find("first divergent op: step 0: the step's batch differs (4x12 Float), before any op"),
+            std::string::npos) << seed2.text;
   Output plain = run("diverge " + a + " " + only_run(dir.file("plain")));
   ASSERT_EQ(plain.code, 0) << plain.text;
   EXPECT_NE(plain.text.find("first divergent op: none: the runs' parameters and losses agree bitwise"),

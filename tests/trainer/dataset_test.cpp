@@ -4,7 +4,11 @@
 
 #include <map>
 
+#include <torch/torch.h>
+
 #include "saddlescope/store/sha256.h"
+#include "saddlescope/trainer/batches.h"
+#include "saddlescope/trainer/config.h"
 #include "saddlescope/trainer/mnist.h"
 #include "small_run.h"
 
@@ -56,6 +60,22 @@ RunConfig module_config(const std::string& data) {
 
 // Moby Dick as next-byte examples: each row's second half is its first half shifted by one byte, the
 // first 90% of the text for training and the rest held out.
+// Moving MNIST's batches are made on the run's device from uint8 frames: a CUDA run's are the CPU run's
+// bits (CUDA's div_ by a scalar would round half the byte values otherwise: moving_mnist.h).
+TEST(Dataset, MovingMnistBatchesOnCudaAreTheHostsBits) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+  ConfigBuilder b;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model", "prednet"}, {"data", "moving-mnist"}, {"canvas", "32"}, {"nt", "5"}})
+    ASSERT_TRUE(b.set_flag(k, v).ok()) << k;
+  auto cfg = b.resolve();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto data = load_dataset(*cfg);
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  Batches cpu(*data, 7, torch::kCPU, torch::kFloat32), cuda(*data, 7, torch::kCUDA, torch::kFloat32);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(cpu.next(4), cuda.next(4).cpu())) << "batch " << i;
+}
+
 TEST(Dataset, MobyDickRowsAreBytesAndTheirSuccessors) {
   RunConfig cfg = module_config("moby-dick:context=32");
   auto d = load_dataset(cfg);

@@ -148,6 +148,21 @@ TEST(MovingMnist, RealDigitsFromTheTrainAndTestSplits) {
   EXPECT_FALSE(moving_mnist_digits(default_data_dir(), "validation").ok());
 }
 
+// Every byte becomes x / 255 correctly rounded to float32 (the host's division), wherever the frames are:
+// on a CUDA device too, where div_(255.0f) would multiply by the reciprocal and round 126 of the 256
+// values to the next float (which made PredNet's CUDA runs start from other input bits than CPU runs).
+TEST(MovingMnist, PixelsAreTheHostsQuotientsOnEveryDevice) {
+  std::vector<torch::Device> devices = {torch::kCPU};
+  if (torch::cuda::is_available()) devices.push_back(torch::kCUDA);
+  const torch::Tensor bytes = torch::arange(256, torch::kInt64).to(torch::kUInt8).view({1, 256, 1, 1});
+  for (const torch::Device& device : devices) {
+    SCOPED_TRACE(device.str());
+    const torch::Tensor x = frames_to_input(bytes.to(device), pixel_values().to(device)).cpu().flatten();
+    ASSERT_EQ(x.numel(), 256);
+    for (int k = 0; k < 256; ++k) EXPECT_EQ(x[k].item<float>(), static_cast<float>(k) / 255.0f) << k;
+  }
+}
+
 TEST(MovingMnist, NpyExportIsTheCommonLayout) {
   testing::TempDir dir;
   MovingMnistOptions o;

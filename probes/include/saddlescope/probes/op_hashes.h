@@ -37,6 +37,10 @@ class OpHashes {
   // Whether a due step may replay a CUDA graph rather than run eagerly: armed on every step from the
   // first (so the graphs are captured while tracing) and digests computed on the device.
   bool replayable() const;
+  // Records the step's batch as its first row (phase "input", op "batch", no inputs): the data enter
+  // the step outside any op, and a difference there is the data pipeline's. REQUIRES: due, not
+  // recording, before the step's begin().
+  void input(const at::Tensor& batch);
   // Records the ops run until end() as the step's `phase` (fwd and bwd are told apart by the trace;
   // "update" names the optimiser's): each phase may be one CUDA graph, replayed. REQUIRES: due, not
   // recording.

@@ -56,7 +56,8 @@ class Batches {
   // chunk ahead, copied to the device as uint8 in one transfer. A step then costs the host nothing but
   // a few launches — a CUDA-graph PredNet step is shorter than generating and copying its own batch.
   std::future<torch::Tensor> pending_;
-  torch::Tensor chunk_;  // (T, sequences, H, W) uint8 on the device
+  torch::Tensor chunk_;   // (T, sequences, H, W) uint8 on the device
+  torch::Tensor pixels_;  // pixel_values() on the device
   int64_t chunk_used_ = 0, next_sequence_ = 0;
 };
 

@@ -86,8 +86,13 @@ class MovingMnist {
 Result<IdxArray> moving_mnist_digits(const std::string& data_dir, const std::string& split,
                                      std::map<std::string, std::string>* digests = nullptr);
 
-// (T, N, H, W) uint8 -> (N, T, 1, H, W) float32 in [0, 1]: PredNet's input layout.
-torch::Tensor frames_to_input(const torch::Tensor& frames);
+// The float32 value of each byte 0..255 as a pixel, x / 255 divided on the host: (256) float32, CPU.
+const torch::Tensor& pixel_values();
+// (T, N, H, W) uint8 -> (N, T, 1, H, W) float32 in [0, 1]: PredNet's input layout, each byte looked up
+// in `values` (pixel_values(), or a copy of it on the frames' device), so a CUDA device gets the host's
+// bits: its div_(255.0f) multiplies by the reciprocal instead (PyTorch's kernel for a scalar divisor),
+// which rounds 126 of the 256 byte values to the next float.
+torch::Tensor frames_to_input(const torch::Tensor& frames, const torch::Tensor& values = pixel_values());
 
 // Writes sequences first .. first + count - 1 to `path` as a (T, count, canvas, canvas) uint8 .npy
 // (the layout of the published mnist_test_seq.npy), atomically. Errors: count < 1, first < 0, I/O.
