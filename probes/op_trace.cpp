@@ -37,6 +37,7 @@ using Pending = std::vector<Word>;
 struct Frame {
   std::string name;
   bool backward = false;  // an autograd node's frame
+  int64_t seq = -1;       // an autograd node's frame: its sequence number, that of the forward op that made it
   bool outermost = false;
   std::string module;     // forward: a parameter's module, or the calling TorchScript module
   std::vector<c10::IValue> inputs;
@@ -128,6 +129,11 @@ struct OpTrace::Impl {
   std::atomic<int64_t> busy_ns{0};  // time spent copying and hashing, on every thread
   std::mutex mutex;
   std::vector<TracedOp> ops;  // guarded by mutex
+  // The module of the forward op that made each autograd node, by the node's sequence number: its
+  // backward ops are named by it. Guarded by mutex.
+  std::map<int64_t, std::string> node_modules;
+  // Tensors named as parameters for this recording (name_derived), forgotten when the next one starts.
+  std::vector<const void*> derived;
   // kDigests: each op's digests under way (its inputs', its results'; none for a result left out), and
   // the device slots they are summed in; guarded by mutex
   struct Digests {
@@ -175,6 +181,39 @@ Pending pending(OpTrace::Impl* m, const std::vector<at::Tensor>& tensors) {
   return p;
 }
 
+// The module of the forward op that made the autograd node the stack is in ("" when none is known).
+std::string node_module(OpTrace::Impl* m, const std::vector<Frame>& stack) {
+  std::lock_guard<std::mutex> lock(m->mutex);
+  for (auto it = stack.rbegin(); it != stack.rend() && it->backward; ++it)
+    if (auto found = m->node_modules.find(it->seq); it->seq >= 0 && found != m->node_modules.end()) return found->second;
+  return "";
+}
+
+// A forward op that only moves data (PredNet's cat of its four gate weights into one) makes tensors
+// that the ops reading them are named by, as by a parameter: the module its parameter inputs share.
+void name_derived(OpTrace::Impl* m, const Frame& f, const at::RecordFunction& fn) {
+  std::string module;
+  bool any = false;
+  for (const at::Tensor& t : tensors_of(f.inputs)) {
+    if (!t.defined()) continue;
+    auto it = m->parameters.find(internal::base_of(t).unsafeGetTensorImpl());
+    if (it == m->parameters.end()) continue;
+    const size_t dot = it->second.rfind('.');
+    const std::string own = dot == std::string::npos ? "" : it->second.substr(0, dot);
+    if (!any) module = own;
+    any = true;
+    while (!module.empty() && own != module && own.rfind(module + ".", 0) != 0) {
+      const size_t up = module.rfind('.');
+      module = up == std::string::npos ? "" : module.substr(0, up);
+    }
+  }
+  if (module.empty()) return;
+  std::lock_guard<std::mutex> lock(m->mutex);
+  for (const at::Tensor& t : tensors_of(internal::own_values(fn, true)))
+    if (t.defined() && m->parameters.emplace(t.unsafeGetTensorImpl(), module + "." + internal::short_name(f.name)).second)
+      m->derived.push_back(t.unsafeGetTensorImpl());
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (t_busy) return nullptr;
   std::vector<Frame>& stack = t_stack;
@@ -183,6 +222,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   OpTrace::Impl* m = active();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || internal::starts_with(f.name, kEngine)) {
     f.backward = true;
+    f.seq = fn.seqNr();
+    // The engine's frame around a node also runs ops after the node (a gradient summed to its shape).
+    if (f.seq >= 0 && !stack.empty() && stack.back().backward && stack.back().seq < 0) stack.back().seq = f.seq;
     if (internal::starts_with(f.name, kEngine)) f.name = f.name.substr(sizeof(kEngine) - 1);
   } else if (m) {
     f.outermost = stack.empty() || stack.back().backward;
@@ -197,7 +239,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         f.module = internal::parameter_module(m->parameters, f.inputs);
         if (f.module.empty()) f.module = internal::module_path(m->parameters);
       } else {
-        f.module = stack.back().name;  // the autograd node
+        f.module = stack.back().name;  // the autograd node, after the module of the op that made it
+        const std::string made_by = node_module(m, stack);
+        if (!made_by.empty()) f.module = made_by + ":" + f.module;
       }
     } else {
       for (auto it = stack.rbegin(); it != stack.rend(); ++it)
@@ -218,7 +262,11 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   Frame f = std::move(stack.back());
   stack.pop_back();
   OpTrace::Impl* m = active();
-  if (!m || f.backward || !f.outermost || internal::moves_data(f.name)) return;
+  if (!m || f.backward || !f.outermost) return;
+  if (internal::moves_data(f.name)) {
+    if (stack.empty()) name_derived(m, f, fn);
+    return;
+  }
   Busy busy(m);
   TracedOp op;
   const std::string kernel = internal::short_name(f.name);
@@ -226,6 +274,12 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   op.phase = stack.empty() ? "fwd" : "bwd";
   op.inner.assign(f.inner.begin(), f.inner.end());
   const std::vector<c10::IValue> results = internal::own_values(fn, true);
+  if (stack.empty() && !f.module.empty()) {  // a forward op: the autograd nodes it made carry its module
+    std::lock_guard<std::mutex> lock(m->mutex);
+    for (const auto& v : results)
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn())
+        m->node_modules[static_cast<int64_t>(v.toTensor().grad_fn()->sequence_nr())] = f.module;
+  }
   OpTrace::Impl::Digests digests;
   if (m->mode == OpTrace::Mode::kDigests) {
     // Every tensor result keeps its place (a view of an input too: an in-place op's result is one).
@@ -284,6 +338,9 @@ void OpTrace::start(const std::string& tag) {
   }
   m.tag = tag;
   m.first = m.ops.size();
+  m.node_modules.clear();
+  for (const void* t : m.derived) m.parameters.erase(t);
+  m.derived.clear();
   m.captured = false;
   m.registration.start(impl_.get(), on_start, on_end);
 }

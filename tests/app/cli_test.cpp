@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -491,6 +492,9 @@ TEST(Cli, FirstDivergentOpFromOpDigests) {
   EXPECT_EQ(rows->front().step, 0);
   EXPECT_EQ(rows->front().phase + " " + rows->front().op + " " + rows->front().shape, "input batch 4x12")
       << "each step's batch first";
+  EXPECT_TRUE(std::any_of(rows->begin(), rows->end(), [](const store::OpHashRow& r) {
+    return r.phase == "bwd" && r.op == "encoder.fc1:AddmmBackward0:mm";
+  })) << "a backward op named by the layer whose forward made its node";
   EXPECT_EQ(rows->back().step, 3) << "every step";
   EXPECT_EQ(rows->back().phase, "update");
 
@@ -510,6 +514,22 @@ TEST(Cli, FirstDivergentOpFromOpDigests) {
   ASSERT_EQ(plain.code, 0) << plain.text;
   EXPECT_NE(plain.text.find("first divergent op: none: the runs' parameters and losses agree bitwise"),
             std::string::npos) << plain.text;
+}
+
+// PredNet's gate convolution reads one weight concatenated from its four gates' parameters: the trace
+// names it, and the backward ops of its node, by the layer the four share (l1.lstm), as the op taps do.
+TEST(Cli, OphashNamesOpsByTheLayerOfADerivedWeightAndBackwardOpsByTheirForward) {
+  testing::TempDir dir;
+  ASSERT_EQ(run("train --model prednet --data moving-mnist --canvas 32 --prednet-stacks 1,2,4 --nt 3 --batch-size 2 "
+                "--steps 1 --eval-sequences 2 --threads 1 --probe ophash --out " + dir.file("p")).code, 0);
+  auto rows = store::RunDir::open(only_run(dir.file("p")))->ophash();
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  std::set<std::string> ops;
+  for (const auto& r : *rows) ops.insert(r.phase + " " + r.op);
+  for (const char* op : {"fwd l1.lstm:conv2d", "bwd l1.lstm:ConvolutionBackward0:convolution_backward",
+                         "fwd l0.conv_ahat:conv2d", "bwd l0.conv_ahat:ConvolutionBackward0:convolution_backward"})
+    EXPECT_EQ(ops.count(op), 1u) << op;
+  EXPECT_EQ(ops.count("bwd ConvolutionBackward0:convolution_backward"), 0u) << "every convolution's layer named";
 }
 
 // One thread against two: the first layer's GEMM splits its sums another way. The op parts from equal

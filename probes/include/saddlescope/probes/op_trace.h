@@ -10,7 +10,8 @@
 // Names follow the op taps (op_taps.h): a forward op that reads a parameter is named by the parameter's
 // module and its ATen name ("encoder.fc1:linear"); any other by the TorchScript module that called it
 // ("blocks.0:softmax") or by its ATen name alone ("relu"). A backward op is named by its autograd node
-// and its ATen name ("AddmmBackward0:mm").
+// and its ATen name ("AddmmBackward0:mm"), after the module of the forward op that made the node when
+// it has one ("encoder.fc1:AddmmBackward0:mm"): which layer's gradient it computes.
 #pragma once
 
 #include <cstdint>
