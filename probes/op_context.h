@@ -37,6 +37,12 @@ std::string module_path(const ParameterNames& parameters);
 
 // The tensor a view was taken of (Linear's weight.t() -> weight), or the tensor itself.
 inline const at::TensorBase& base_of(const at::Tensor& t) { return t.is_view() ? t._base() : t; }
+// A tensor's sizes as ophash.csv writes them: "64x256", or "scalar" for a 0-d tensor.
+inline std::string dims_text(const at::Tensor& t) {
+  std::string s;
+  for (int64_t d : t.sizes()) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s.empty() ? "scalar" : s;
+}
 
 // The module of the first parameter among `inputs` ("encoder.fc1" of encoder.fc1.weight), or "".
 std::string parameter_module(const ParameterNames& parameters, const std::vector<c10::IValue>& inputs);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "op_context.h"
 #include "saddlescope/kernels/fused.h"
 
 namespace saddlescope::probes {
@@ -41,7 +42,7 @@ void OpHashes::input(const at::Tensor& batch) {
   r.index = static_cast<int64_t>(rows_.size());
   r.phase = "input";
   r.op = "batch";
-  for (int64_t d : batch.sizes()) r.shape += (r.shape.empty() ? "" : "x") + std::to_string(d);
+  r.shape = internal::dims_text(batch);
   r.dtype = c10::toString(batch.scalar_type());
   r.outputs = fmt::format("{:016x}", tensor_digest({batch}));
   rows_.push_back(std::move(r));

@@ -143,10 +143,11 @@ struct OpTrace::Impl {
   std::vector<Digests> digests;
   Slots slots;
   // The recording since start(): its tag, its first op, and whether it enqueued digests into a graph
-  // being captured; the last such recording of each tag, for the replays of that graph.
+  // being captured (set under mutex while recording, read after stop); the last such recording of each
+  // tag, for the replays of that graph.
   std::string tag;
   size_t first = 0;
-  std::atomic<bool> captured{false};
+  bool captured = false;
   struct Recording {
     std::vector<TracedOp> ops;
     std::vector<Digests> digests;
@@ -292,10 +293,8 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
         op.output_shapes.emplace_back("-");
         continue;
       }
-      std::string shape;
-      for (int64_t d : out.sizes()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
       digests.outputs.push_back(pending(m, {out}));
-      op.output_shapes.push_back(shape.empty() ? "scalar" : shape);
+      op.output_shapes.push_back(internal::dims_text(out));
       if (!any) op.dtype = c10::toString(out.scalar_type());
       any = true;
     }
